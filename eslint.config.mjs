@@ -1,0 +1,87 @@
+// @ts-check
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+import importX from 'eslint-plugin-import-x';
+import { builtinModules } from 'node:module';
+
+const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
+
+/** What deterministic workflow code may never import. */
+const workflowBans = [
+  { group: nodeBuiltins, message: 'Workflow code runs in the deterministic sandbox: no Node builtins.' },
+  {
+    group: ['undici', 'node-fetch', 'axios', '**/activities/*', '!**/activities/index.js'],
+    message: 'Workflow code may not do I/O; import activities as types only (proxyActivities<typeof …>).',
+  },
+  {
+    group: ['**/proxy/**', '**/webhooks/**', '**/worker.js', '**/client.js', '**/cli.js', '**/config.js'],
+    message: 'Not in workflow code.',
+  },
+];
+
+export default tseslint.config(
+  { ignores: ['node_modules/**', '.tools/**', '.data/**', 'dist/**', 'coverage/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    plugins: { 'import-x': importX },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'separate-type-imports' }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-explicit-any': 'error',
+      eqeqeq: ['error', 'always', { null: 'ignore' }],
+      'import-x/no-cycle': 'error',
+    },
+  },
+  {
+    files: ['src/workflows/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { patterns: workflowBans.map((b) => ({ ...b, allowTypeImports: true })) },
+      ],
+    },
+  },
+  {
+    files: ['src/policy/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            ...workflowBans.map((b) => ({ ...b, allowTypeImports: false })),
+            { group: ['@temporalio/*'], message: 'The policy core is pure: no Temporal imports.' },
+            { group: ['zod'], message: 'The policy core is pure: validation belongs at the boundaries.' },
+          ],
+        },
+      ],
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "CallExpression[callee.object.name='Date'][callee.property.name='now']",
+          message: 'No clock in the policy core: take `now` as a parameter.',
+        },
+        {
+          selector: "NewExpression[callee.name='Date'][arguments.length=0]",
+          message: 'No clock in the policy core: take `now` as a parameter.',
+        },
+        {
+          selector: "CallExpression[callee.name='Date']",
+          message: 'No clock in the policy core: take `now` as a parameter.',
+        },
+        {
+          selector: "CallExpression[callee.object.name='Math'][callee.property.name='random']",
+          message: 'No randomness in the policy core: take `random` as a parameter.',
+        },
+      ],
+    },
+  },
+  {
+    files: ['**/*.mjs', '**/*.js'],
+    ...tseslint.configs.disableTypeChecked,
+  },
+);
