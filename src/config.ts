@@ -1,0 +1,279 @@
+/**
+ * retryq's configuration: environment variables → one validated, typed object.
+ *
+ * The Temporal connection follows the SDK's standard environment configuration (`TEMPORAL_ADDRESS`,
+ * `TEMPORAL_NAMESPACE`, `TEMPORAL_API_KEY`, `TEMPORAL_TLS*`, `TEMPORAL_PROFILE`, `TEMPORAL_CONFIG_FILE`), read
+ * with `@temporalio/envconfig`. When no address is configured, `retryq dev` starts an embedded dev server.
+ * Everything else is a `RETRYQ_*` variable, listed in {@link CONFIG_VARIABLES}.
+ *
+ * Bad configuration throws one {@link ConfigError} that lists every problem: the variable, the value seen (never
+ * a secret) and what is allowed.
+ *
+ * @example
+ * ```ts
+ * import { loadConfig } from './config.js';
+ * const config = loadConfig({
+ *   RETRYQ_CREDENTIALS: '[{"id":"acme-prod","secretEnv":"ACME_PROD_KEY","requestsPerMinute":600}]',
+ * });
+ * config.credentials[0]?.id; // 'acme-prod'
+ * ```
+ */
+import path from 'node:path';
+import { loadClientConfigProfile, toClientOptions } from '@temporalio/envconfig';
+import type { ClientConnectConfig } from '@temporalio/envconfig';
+import { z } from 'zod';
+import { DURATION_HINT, parseDurationMs } from './duration.js';
+import { projectRoot } from './temporal/binaries.js';
+
+/** One problem with the configuration. */
+export interface ConfigProblem {
+  /** The environment variable, with a path inside it for JSON values (`RETRYQ_CREDENTIALS[0].concurrency`). */
+  variable: string;
+  /** What was seen, as text; `undefined` when the variable was not set. Secrets are never shown. */
+  value: string | undefined;
+  /** What is wrong and what is allowed. */
+  rule: string;
+}
+
+/** The configuration is invalid; `problems` lists every problem found, not just the first. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(readonly problems: readonly ConfigProblem[]) {
+    super(
+      `Invalid retryq configuration (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n` +
+        problems
+          .map(
+            (p) => `  - ${p.variable}: ${p.rule}` + (p.value === undefined ? ' (not set)' : ` (got ${show(p.value)})`),
+          )
+          .join('\n'),
+    );
+  }
+}
+
+function show(value: string): string {
+  const s = JSON.stringify(value);
+  return s.length > 120 ? `${s.slice(0, 117)}…"` : s;
+}
+
+const credentialIdPattern = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+const envVarPattern = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** One API credential retryq may dispatch with. Only the *name* of the variable holding the secret is config. */
+export const credentialSchema = z.strictObject({
+  /** The credential id used in intents, task queue names and the UI, e.g. `acme-prod`. */
+  id: z
+    .string()
+    .regex(credentialIdPattern, 'must be 1–63 chars of a-z, 0-9, "_" or "-", starting with a letter or digit'),
+  /** Name of the environment variable that holds the secret (API key) on the worker. */
+  secretEnv: z.string().regex(envVarPattern, 'must be an environment variable name like ACME_PROD_KEY'),
+  /**
+   * Provider requests per minute for this credential, across all workers (Temporal's task queue rate limit).
+   * @default 600
+   */
+  requestsPerMinute: z.number().int().positive().max(1_000_000).default(600),
+  /** Dispatches in flight at once per worker. @default 4 */
+  concurrency: z.number().int().positive().max(1000).default(4),
+  /** Inspection requests per minute, on their own task queue (reserved capacity). @default 120 */
+  inspectRequestsPerMinute: z.number().int().positive().max(1_000_000).default(120),
+  /** Inspections in flight at once per worker. @default 2 */
+  inspectConcurrency: z.number().int().positive().max(1000).default(2),
+});
+export type CredentialConfig = z.infer<typeof credentialSchema>;
+
+/** The Temporal connection, from the SDK's environment configuration. */
+export interface TemporalConfig {
+  /** `true` when an address was configured: connect there and start no embedded server. */
+  external: boolean;
+  address: string;
+  namespace: string;
+  /** Connection options for `Connection.connect` / `NativeConnection.connect` (may hold an API key: never log). */
+  connect: ClientConnectConfig;
+}
+
+export interface DevConfig {
+  /** Folder for the embedded server's SQLite file. @default `.data` in the project */
+  dataDir: string;
+  /** @default '127.0.0.1' */
+  ip: string;
+  /** Embedded server's gRPC port. @default 7233 */
+  port: number;
+  /** Web UI port. @default 8233 */
+  uiPort: number;
+}
+
+export interface IntentDefaults {
+  /** Deadline of an intent that names none. @default 24 h (ms) */
+  defaultDeadlineMs: number;
+  /** Latest deadline an intent may ask for. @default 30 days (ms) */
+  maxDeadlineMs: number;
+}
+
+export interface RetryqConfig {
+  temporal: TemporalConfig;
+  /** Prefix of every task queue name (`<prefix>.workflows`, `<prefix>.actions.<credential>`, …). @default 'retryq' */
+  taskQueuePrefix: string;
+  credentials: CredentialConfig[];
+  dev: DevConfig;
+  intents: IntentDefaults;
+}
+
+/** Every variable retryq reads, with its default and meaning (the README's configuration reference). */
+export const CONFIG_VARIABLES = [
+  ['TEMPORAL_ADDRESS', 'unset (embedded dev server)', 'host:port of an existing Temporal cluster or Temporal Cloud'],
+  ['TEMPORAL_NAMESPACE', 'default', 'namespace to use'],
+  ['TEMPORAL_API_KEY', 'unset', 'API key for Temporal Cloud (never printed)'],
+  ['TEMPORAL_TLS, TEMPORAL_TLS_*', 'unset', 'TLS settings, as in the Temporal SDK environment configuration'],
+  ['TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE', 'default / ~/.config/temporalio/temporal.toml', 'profile file'],
+  ['RETRYQ_TASK_QUEUE_PREFIX', 'retryq', 'prefix of all task queue names'],
+  ['RETRYQ_CREDENTIALS', '[]', 'JSON array of credentials (see below)'],
+  ['RETRYQ_DEFAULT_DEADLINE', '24h', 'deadline of an intent that names none'],
+  ['RETRYQ_MAX_DEADLINE', '30d', 'latest deadline an intent may ask for'],
+  ['RETRYQ_DATA_DIR', '.data', 'embedded dev server: folder of its SQLite file'],
+  ['RETRYQ_DEV_IP', '127.0.0.1', 'embedded dev server: address to bind'],
+  ['RETRYQ_DEV_PORT', '7233', 'embedded dev server: gRPC port'],
+  ['RETRYQ_UI_PORT', '8233', 'embedded dev server: Web UI port'],
+] as const;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * Reads and validates the configuration. Throws {@link ConfigError} listing every problem.
+ *
+ * @param env the environment to read. @default process.env
+ */
+export function loadConfig(env: Env = process.env): RetryqConfig {
+  const problems: ConfigProblem[] = [];
+  const raw = (name: string) => {
+    const v = env[name];
+    return v === undefined || v.trim() === '' ? undefined : v.trim();
+  };
+
+  const port = (name: string, fallback: number): number => {
+    const v = raw(name);
+    if (v === undefined) return fallback;
+    const n = Number(v);
+    if (!/^\d+$/.test(v) || n < 1 || n > 65535) {
+      problems.push({ variable: name, value: v, rule: 'must be a TCP port, an integer from 1 to 65535' });
+      return fallback;
+    }
+    return n;
+  };
+  const duration = (name: string, fallbackMs: number): number => {
+    const v = raw(name);
+    if (v === undefined) return fallbackMs;
+    const ms = parseDurationMs(v);
+    if (ms === undefined || ms <= 0) {
+      problems.push({ variable: name, value: v, rule: `must be ${DURATION_HINT}, greater than zero` });
+      return fallbackMs;
+    }
+    return ms;
+  };
+
+  const prefix = raw('RETRYQ_TASK_QUEUE_PREFIX') ?? 'retryq';
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$/.test(prefix))
+    problems.push({
+      variable: 'RETRYQ_TASK_QUEUE_PREFIX',
+      value: prefix,
+      rule: 'must be 1–101 chars of letters, digits, ".", "_" or "-", starting with a letter or digit',
+    });
+
+  const credentials = parseCredentials(raw('RETRYQ_CREDENTIALS'), problems);
+
+  const intents = {
+    defaultDeadlineMs: duration('RETRYQ_DEFAULT_DEADLINE', 24 * 3_600_000),
+    maxDeadlineMs: duration('RETRYQ_MAX_DEADLINE', 30 * 86_400_000),
+  };
+  if (intents.defaultDeadlineMs > intents.maxDeadlineMs)
+    problems.push({
+      variable: 'RETRYQ_DEFAULT_DEADLINE',
+      value: raw('RETRYQ_DEFAULT_DEADLINE') ?? '24h',
+      rule: `must not exceed RETRYQ_MAX_DEADLINE (${raw('RETRYQ_MAX_DEADLINE') ?? '30d'})`,
+    });
+
+  const dev: DevConfig = {
+    dataDir: path.resolve(projectRoot, raw('RETRYQ_DATA_DIR') ?? '.data'),
+    ip: raw('RETRYQ_DEV_IP') ?? '127.0.0.1',
+    port: port('RETRYQ_DEV_PORT', 7233),
+    uiPort: port('RETRYQ_UI_PORT', 8233),
+  };
+  if (dev.port === dev.uiPort)
+    problems.push({ variable: 'RETRYQ_UI_PORT', value: String(dev.uiPort), rule: 'must differ from RETRYQ_DEV_PORT' });
+
+  const temporal = loadTemporal(env, dev, problems);
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return { temporal, taskQueuePrefix: prefix, credentials, dev, intents };
+}
+
+function parseCredentials(text: string | undefined, problems: ConfigProblem[]): CredentialConfig[] {
+  const variable = 'RETRYQ_CREDENTIALS';
+  if (text === undefined) return [];
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    problems.push({
+      variable,
+      value: text,
+      rule: `must be a JSON array like [{"id":"acme-prod","secretEnv":"ACME_PROD_KEY"}] (${(err as Error).message})`,
+    });
+    return [];
+  }
+  const parsed = z.array(credentialSchema).safeParse(json);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      const at = issue.path.reduce<unknown>((v, k) => (v as Record<PropertyKey, unknown> | undefined)?.[k], json);
+      problems.push({
+        variable: variable + issue.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join(''),
+        value: at === undefined ? undefined : JSON.stringify(at),
+        rule: issue.message,
+      });
+    }
+    return [];
+  }
+  const seen = new Set<string>();
+  parsed.data.forEach((c, i) => {
+    if (seen.has(c.id)) problems.push({ variable: `${variable}[${i}].id`, value: c.id, rule: 'must be unique' });
+    seen.add(c.id);
+  });
+  return parsed.data;
+}
+
+function loadTemporal(env: Env, dev: DevConfig, problems: ConfigProblem[]): TemporalConfig {
+  const overrideEnvVars = Object.fromEntries(
+    Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined),
+  );
+  try {
+    const profile = loadClientConfigProfile({ overrideEnvVars });
+    const external = Boolean(profile.address);
+    const address = profile.address ?? `${dev.ip}:${dev.port}`;
+    const connect = toClientOptions({ ...profile, address });
+    const namespace = profile.namespace ?? 'default';
+    return { external, address, namespace, connect: { ...connect, namespace } };
+  } catch (err) {
+    problems.push({
+      variable: 'TEMPORAL_* / TEMPORAL_CONFIG_FILE',
+      value: undefined,
+      rule: `the Temporal environment configuration could not be loaded: ${(err as Error).message}`,
+    });
+    const address = `${dev.ip}:${dev.port}`;
+    return { external: false, address, namespace: 'default', connect: { connectionOptions: { address } } };
+  }
+}
+
+/**
+ * Reads each credential's secret from its environment variable. Throws {@link ConfigError} naming every variable
+ * that is missing; the secrets themselves are never part of any message.
+ */
+export function resolveSecrets(credentials: readonly CredentialConfig[], env: Env = process.env): Map<string, string> {
+  const problems: ConfigProblem[] = [];
+  const secrets = new Map<string, string>();
+  for (const c of credentials) {
+    const secret = env[c.secretEnv];
+    if (secret === undefined || secret === '')
+      problems.push({ variable: c.secretEnv, value: undefined, rule: `must hold the secret of credential ${c.id}` });
+    else secrets.set(c.id, secret);
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return secrets;
+}

@@ -1,0 +1,74 @@
+/**
+ * Registers retryq's custom search attributes in a namespace through the operator service, idempotently.
+ *
+ * The dev server's `--search-attribute` flag is silently ignored once its SQLite file exists, so `retryq dev`
+ * calls this at every start instead. Attributes that already exist with the right type are left alone; one that
+ * exists with another type is an error that names it.
+ *
+ * @example
+ * ```ts
+ * import { Connection } from '@temporalio/client';
+ * import { registerSearchAttributes } from './register-search-attributes.js';
+ * const connection = await Connection.connect({ address: 'localhost:7233' });
+ * const added = await registerSearchAttributes(connection, 'default'); // ['RetryPhase', …] the first time, [] after
+ * ```
+ */
+import type { Connection } from '@temporalio/client';
+import { TypedSearchAttributes } from '@temporalio/common';
+import type { SearchAttributeType } from '@temporalio/common';
+import type { SearchAttributeKey } from '@temporalio/common/lib/search-attributes.js';
+import proto from '@temporalio/proto';
+import type { temporal } from '@temporalio/proto';
+import { retryqSearchAttributes } from '../search-attributes.js';
+
+// @temporalio/proto is CommonJS: take the enum from the default export.
+const IndexedValueType = proto.temporal.api.enums.v1.IndexedValueType;
+
+function indexedType(type: SearchAttributeType): temporal.api.enums.v1.IndexedValueType {
+  const name = `INDEXED_VALUE_TYPE_${type}` as keyof typeof IndexedValueType;
+  return IndexedValueType[name];
+}
+
+/** A search attribute exists with a type other than the one retryq needs. */
+export class SearchAttributeTypeMismatch extends Error {
+  override readonly name = 'SearchAttributeTypeMismatch';
+}
+
+/**
+ * Ensures every key exists in `namespace`. Returns the names it added.
+ *
+ * @param keys what to register. @default retryq's own attributes
+ */
+export async function registerSearchAttributes(
+  connection: Connection,
+  namespace: string,
+  keys: readonly SearchAttributeKey<SearchAttributeType>[] = retryqSearchAttributes,
+): Promise<string[]> {
+  const existing = await connection.operatorService.listSearchAttributes({ namespace });
+  const current: Record<string, temporal.api.enums.v1.IndexedValueType> = {
+    ...(existing.systemAttributes ?? {}),
+    ...(existing.customAttributes ?? {}),
+  };
+  const missing: Record<string, temporal.api.enums.v1.IndexedValueType> = {};
+  for (const key of keys) {
+    const want = indexedType(key.type);
+    const have = current[key.name];
+    if (have === undefined) missing[key.name] = want;
+    else if (have !== want)
+      throw new SearchAttributeTypeMismatch(
+        `Search attribute ${key.name} exists in namespace ${namespace} as ${IndexedValueType[have]}, ` +
+          `but retryq needs ${TypedSearchAttributes.toMetadataType(key.type)}. Remove or rename it.`,
+      );
+  }
+  const names = Object.keys(missing);
+  if (names.length === 0) return [];
+  try {
+    await connection.operatorService.addSearchAttributes({ namespace, searchAttributes: missing });
+  } catch (err) {
+    // Two processes starting at once may race; what matters is that they exist now.
+    const again = await connection.operatorService.listSearchAttributes({ namespace });
+    const nowHave = again.customAttributes ?? {};
+    if (!names.every((n) => nowHave[n] === missing[n])) throw err;
+  }
+  return names;
+}

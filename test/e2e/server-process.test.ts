@@ -1,0 +1,79 @@
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveTemporalCli } from '../../src/temporal/binaries.js';
+import {
+  PortInUse,
+  ServerExited,
+  freePort,
+  startDevServer,
+  startTestServer,
+} from '../../src/temporal/server-process.js';
+
+let scratch: string;
+let cliPath: string;
+beforeAll(async () => {
+  scratch = await mkdtemp(path.join(os.tmpdir(), 'retryq-srv-'));
+  cliPath = (await resolveTemporalCli()).path!;
+});
+afterAll(async () => {
+  await rm(scratch, { recursive: true, force: true });
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('starting a server on a port another process holds', () => {
+  it('refuses with PortInUse naming the port, and starts nothing', async () => {
+    const squatter = net.createServer((s) => s.end());
+    await new Promise<void>((r) => squatter.listen(0, '127.0.0.1', r));
+    const port = (squatter.address() as net.AddressInfo).port;
+    try {
+      const err = await startDevServer({ cliPath, port }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(PortInUse);
+      expect((err as PortInUse).port).toBe(port);
+      expect((err as Error).message).toContain(`Port ${port} (Temporal gRPC)`);
+    } finally {
+      await new Promise((r) => squatter.close(r));
+    }
+  });
+});
+
+describe('starting a server whose process exits during start-up', () => {
+  it('reports the exit code and what it printed instead of waiting for a timeout', async () => {
+    const crasher = path.join(scratch, 'crasher');
+    await writeFile(crasher, '#!/bin/sh\necho "fatal: database is locked" >&2\nexit 3\n');
+    await chmod(crasher, 0o755);
+    const started = Date.now();
+    const err = await startDevServer({ cliPath: crasher, readyTimeoutMs: 60_000 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ServerExited);
+    expect((err as ServerExited).exitCode).toBe(3);
+    expect((err as Error).message).toContain('database is locked');
+    // It noticed the exit, not the 60 s readiness timeout.
+    expect(Date.now() - started).toBeLessThan(30_000);
+  });
+});
+
+describe('a started dev server', () => {
+  it('answers gRPC when start resolves and leaves no process behind after stop', async () => {
+    const server = await startDevServer({ cliPath });
+    const conn = await Connection.connect({ address: server.address });
+    const info = await conn.workflowService.getSystemInfo({});
+    expect(info.serverVersion).toMatch(/^\d+\.\d+/);
+    await conn.close();
+    await server.stop();
+    expect(alive(server.pid)).toBe(false);
+    const [, port] = server.address.split(':');
+    await expect(freePort()).resolves.toBeGreaterThan(0);
+    await expect(startTestServer({ path: '/bin/false', port: Number(port) })).rejects.toBeInstanceOf(ServerExited);
+  });
+});
