@@ -103,7 +103,12 @@ export function mergeCodeTables(base: CodeTable, extra: CodeTable): CodeTable {
       const rule = table[key];
       if (rule !== undefined) {
         // defineProperty, so a key such as `__proto__` becomes an ordinary own entry.
-        Object.defineProperty(merged, key.toLowerCase(), { value: rule, enumerable: true, writable: false });
+        Object.defineProperty(merged, key.toLowerCase(), {
+          value: rule,
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
       }
     }
   }

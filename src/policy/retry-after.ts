@@ -143,7 +143,7 @@ function parseDelaySeconds(header: string, digits: string, nowMs: number, maxDel
     const c = digits.charCodeAt(i);
     const d = c - 0x30;
     if (d < 0 || d > 9) {
-      if (c === 0x2e || c === 0x2c) return invalid(header, 'delay-seconds must be a whole number of seconds');
+      if (c === 0x2e) return invalid(header, 'delay-seconds must be a whole number of seconds');
       return invalid(header, `delay-seconds must be digits only; found ${describeChar(digits, i)}`);
     }
     // Stop accumulating once past the cap: the number never grows beyond cap + 10 s, so never overflows.
