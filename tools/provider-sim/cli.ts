@@ -18,7 +18,7 @@ Options:
   --scenario FILE                   scenario file (.json, .yaml or .yml)
   --rate-limit-per-minute N         default write limit per API key per minute
   --retry-after-format FORMAT       seconds | http-date
-  --clock-offset-ms N               server clock skew in ms (may be negative)
+  --clock-offset-ms N               server clock skew in ms (negative: --clock-offset-ms=-1500)
   --webhook-url URL                 where to POST completion webhooks
   -h, --help                        show this help
 Flags override the same fields of the scenario file.`;

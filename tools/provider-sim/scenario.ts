@@ -154,22 +154,20 @@ const statusStepSchema = strictObject({
   record: z.boolean().optional(),
 });
 
-const stepSchema: z.ZodType<Step, Step> = oneOf<Step>(
-  "'normal' or an object with one of: status, commitThen, reset, delayMs",
-  (value) => {
-    if (typeof value === 'string') return z.literal('normal', "expected 'normal'");
-    if (!isRecord(value)) return undefined;
-    if ('status' in value) return statusStepSchema as z.ZodType<StatusStep>;
-    if ('commitThen' in value) {
-      return strictObject({
-        commitThen: z.literal(['timeout', 'reset', 500, 502, 504], "expected one of 'timeout', 'reset', 500, 502, 504"),
-      });
-    }
-    if ('reset' in value) return strictObject({ reset: z.literal(true, 'expected true') });
-    if ('delayMs' in value) return strictObject({ delayMs: durationMs });
-    return undefined;
-  },
-);
+const stepShapes = "'normal' or an object with one of: status, commitThen, reset, delayMs";
+const stepSchema: z.ZodType<Step, Step> = oneOf<Step>(stepShapes, (value) => {
+  if (typeof value === 'string') return z.literal('normal', `expected ${stepShapes}`);
+  if (!isRecord(value)) return undefined;
+  if ('status' in value) return statusStepSchema as z.ZodType<StatusStep>;
+  if ('commitThen' in value) {
+    return strictObject({
+      commitThen: z.literal(['timeout', 'reset', 500, 502, 504], "expected one of 'timeout', 'reset', 500, 502, 504"),
+    });
+  }
+  if ('reset' in value) return strictObject({ reset: z.literal(true, 'expected true') });
+  if ('delayMs' in value) return strictObject({ delayMs: durationMs });
+  return undefined;
+});
 
 const ruleMethodEnum = z.enum(ruleMethods, `expected one of ${ruleMethods.join(', ')} (upper case)`);
 const ruleMethodSchema: z.ZodType<RuleMethod | RuleMethod[], RuleMethod | RuleMethod[]> = oneOf<
@@ -279,8 +277,19 @@ export const scenarioSchema = strictObject({
   const seenIds = new Set<string>();
   scenario.keys.forEach((k, i) => {
     const id = k.id ?? k.key;
-    if (seenKeys.has(k.key)) ctx.addIssue({ code: 'custom', path: ['keys', i, 'key'], message: 'duplicate API key' });
-    if (seenIds.has(id)) ctx.addIssue({ code: 'custom', path: ['keys', i, 'id'], message: 'duplicate key id' });
+    if (seenKeys.has(k.key)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['keys', i, 'key'],
+        message: 'duplicate API key; each key may appear once',
+      });
+    } else if (seenIds.has(id)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['keys', i, k.id === undefined ? 'key' : 'id'],
+        message: 'duplicate key id (the id defaults to the key); ids must be unique',
+      });
+    }
     seenKeys.add(k.key);
     seenIds.add(id);
   });

@@ -158,26 +158,30 @@ function errorAnswer(
 const notFound = (what: string): Answer =>
   errorAnswer(404, ProviderErrorType.invalidRequest, ProviderErrorCode.notFound, `No route for ${what}.`);
 
-/** Reads a request body up to `limit` bytes; `null` if it is larger. */
-function readBody(req: IncomingMessage, limit: number): Promise<string | null> {
+/**
+ * Reads a request body up to `limit` bytes; `null` if it is larger. An oversize body is drained
+ * (discarded) to its end, up to `drainLimit` bytes in all, so the client can read the 413 answer
+ * instead of failing on a write; beyond that the answer goes out at once.
+ */
+function readBody(req: IncomingMessage, limit: number, drainLimit = 16 * limit): Promise<string | null> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     let overflow = false;
     req.on('data', (chunk: Buffer) => {
-      if (overflow) return;
       size += chunk.length;
+      if (overflow) {
+        if (size > drainLimit) resolve(null);
+        return;
+      }
       if (size > limit) {
         overflow = true;
         chunks.length = 0;
-        resolve(null);
         return;
       }
       chunks.push(chunk);
     });
-    req.on('end', () => {
-      if (!overflow) resolve(Buffer.concat(chunks).toString('utf8'));
-    });
+    req.on('end', () => resolve(overflow ? null : Buffer.concat(chunks).toString('utf8')));
     req.on('error', reject);
     req.on('close', () => {
       if (!req.complete) reject(new Error('request aborted by the client'));

@@ -1,0 +1,139 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { request } from 'undici';
+import { parseProviderSimArgs, runProviderSimCli } from '../../../tools/provider-sim/index.js';
+
+const mainPath = fileURLToPath(new URL('../../../tools/provider-sim/main.ts', import.meta.url));
+const examplePath = fileURLToPath(new URL('../../../tools/provider-sim/scenarios/example.yaml', import.meta.url));
+
+describe('provider-sim flags', () => {
+  it('default to port 0 on 127.0.0.1 with no overrides', () => {
+    expect(parseProviderSimArgs([])).toEqual({
+      help: false,
+      port: 0,
+      host: '127.0.0.1',
+      scenarioFile: undefined,
+      overrides: {},
+    });
+  });
+
+  it('map each scenario flag onto its scenario field', () => {
+    const options = parseProviderSimArgs([
+      '--port=4010',
+      '--scenario',
+      'x.yaml',
+      '--rate-limit-per-minute',
+      '60',
+      '--retry-after-format',
+      'http-date',
+      '--clock-offset-ms=-1500',
+      '--webhook-url',
+      'http://127.0.0.1:9999/hooks',
+    ]);
+    expect(options).toMatchObject({
+      port: 4010,
+      scenarioFile: 'x.yaml',
+      overrides: {
+        rateLimitPerMinute: 60,
+        retryAfterFormat: 'http-date',
+        clockOffsetMs: -1500,
+        webhookUrl: 'http://127.0.0.1:9999/hooks',
+      },
+    });
+  });
+
+  it.each([
+    [['--port', 'abc'], /--port expects an integer from 0 to 65535, got 'abc'/],
+    [['--port', '70000'], /--port expects an integer/],
+    [['--rate-limit-per-minute', '0'], /--rate-limit-per-minute expects an integer from 1/],
+    [['--retry-after-format', 'minutes'], /--retry-after-format expects 'seconds' or 'http-date', got 'minutes'/],
+    [['--webhook-url', 'nope'], /--webhook-url expects an http/],
+    [['--colour'], /Unknown option '--colour'/],
+    [['extra'], /Unexpected argument 'extra'/],
+    [['--clock-offset-ms', '-5'], /--clock-offset-ms=-XYZ/],
+  ])('reject %j with a message naming the flag', (argv, message) => {
+    expect(() => parseProviderSimArgs(argv)).toThrow(message);
+  });
+});
+
+describe('runProviderSimCli', () => {
+  it('exits 2 with the usage for a bad flag', async () => {
+    const err: string[] = [];
+    const code = await runProviderSimCli(['--port', 'x'], { stdout: () => undefined, stderr: (l) => err.push(l) });
+    expect(code).toBe(2);
+    expect(err.join('\n')).toMatch(/--port expects[\s\S]*Usage:/);
+  });
+
+  it('exits 2 naming the field for an invalid scenario file, and for a missing one', async () => {
+    const err: string[] = [];
+    const io = { stdout: () => undefined, stderr: (l: string) => err.push(l) };
+    const dir = await mkdtemp(join(tmpdir(), 'provider-sim-cli-'));
+    try {
+      const file = join(dir, 'bad.yaml');
+      await writeFile(file, 'retryAfterFormat: minutes\n');
+      expect(await runProviderSimCli(['--scenario', file], io)).toBe(2);
+      expect(err.pop()).toMatch(/bad\.yaml:\n {2}- retryAfterFormat: .*"seconds"\|"http-date"; got "minutes"/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    expect(await runProviderSimCli(['--scenario', '/nonexistent/s.yaml'], io)).toBe(2);
+    expect(err.pop()).toMatch(/cannot read the scenario file/);
+  });
+
+  it('prints the URL, serves the scenario with flags applied, and exits 0 on shutdown', async () => {
+    const out: string[] = [];
+    let stop!: () => void;
+    const shutdown = new Promise<void>((resolve) => (stop = resolve));
+    const exit = runProviderSimCli(['--scenario', examplePath, '--rate-limit-per-minute', '42'], {
+      stdout: (l) => out.push(l),
+      stderr: () => undefined,
+      shutdown,
+    });
+    for (let i = 0; i < 500 && out.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    const url = out[0] ?? '';
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const res = await request(`${url}/_sim/scenario`);
+    const scenario = (await res.body.json()) as { rateLimitPerMinute: number; retryAfterFormat: string };
+    expect(scenario).toMatchObject({ rateLimitPerMinute: 42, retryAfterFormat: 'http-date' });
+    stop();
+    expect(await exit).toBe(0);
+  });
+});
+
+describe('tools/provider-sim/main.ts as a process', () => {
+  function run(args: string[]) {
+    return spawn(process.execPath, ['--import', 'tsx', mainPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  }
+  const exitCode = (child: ReturnType<typeof run>): Promise<number | null> =>
+    new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+
+  it('prints its URL on stdout and closes cleanly with exit code 0 on SIGTERM', async () => {
+    const child = run(['--port', '0']);
+    const exited = exitCode(child);
+    const lines = createInterface({ input: child.stdout });
+    const url = await new Promise<string>((resolve) => lines.once('line', resolve));
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const res = await request(`${url}/v1/charges`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer sk_test_acme', 'content-type': 'application/json' },
+      body: '{}',
+    });
+    await res.body.dump();
+    expect(res.statusCode).toBe(201);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  });
+
+  it('exits with code 2 and a clear message for an unknown flag', async () => {
+    const child = run(['--bogus']);
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    expect(await exitCode(child)).toBe(2);
+    expect(stderr).toMatch(/provider-sim: Unknown option '--bogus'/);
+  });
+});
