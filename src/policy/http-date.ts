@@ -205,7 +205,7 @@ function scanImfFixdate(s: string, weekday: number): HttpDateScan {
 }
 
 /** `Sunday, 06-Nov-94 08:49:37 GMT`; `p` is the index of the comma after the long day name. */
-function scanRfc850(s: string, weekday: number, p: number, nowMs: number | undefined): HttpDateScan {
+function scanRfc850(s: string, weekday: number, p: number, now: Date | undefined): HttpDateScan {
   if (s[p + 1] !== ' ') return fail('expected a single space after "<day-name>,"');
   const day = digitsAt(s, p + 2, 2);
   if (day < 0 || s[p + 4] !== '-') return fail('day must be two digits followed by "-"');
@@ -218,7 +218,7 @@ function scanRfc850(s: string, weekday: number, p: number, nowMs: number | undef
   if (s[p + 20] !== ' ') return fail('expected a single space before the time zone');
   if (!s.startsWith('GMT', p + 21)) return fail('the time zone must be "GMT"');
   if (s.length !== p + 24) return fail('unexpected characters after "GMT"');
-  const year = resolveTwoDigitYear(yy, month, day, time, nowMs);
+  const year = resolveTwoDigitYear(yy, month, day, time, now);
   return instant(weekday, year, month, day, time, 'rfc850');
 }
 
@@ -245,15 +245,8 @@ function scanAsctime(s: string, weekday: number): HttpDateScan {
  * Takes the latest year ending in `yy` whose timestamp is not more than 50 calendar years after
  * `now`. Without `now`, the fixed window 1970–2069.
  */
-function resolveTwoDigitYear(
-  yy: number,
-  month: number,
-  day: number,
-  time: TimeOfDay,
-  nowMs: number | undefined,
-): number {
-  if (nowMs === undefined) return yy >= 70 ? 1900 + yy : 2000 + yy;
-  const now = new Date(nowMs);
+function resolveTwoDigitYear(yy: number, month: number, day: number, time: TimeOfDay, now: Date | undefined): number {
+  if (now === undefined) return yy >= 70 ? 1900 + yy : 2000 + yy;
   const nowYear = now.getUTCFullYear();
   const limitMs =
     daysFromCivil(nowYear + 50, now.getUTCMonth() + 1, now.getUTCDate()) * MS_PER_DAY +
@@ -281,10 +274,9 @@ function resolveTwoDigitYear(
 export function scanHttpDate(value: string, options: HttpDateOptions = {}): HttpDateScan {
   if (typeof value !== 'string') return fail('not a string');
   if (value.length > maxHttpDateLength) return fail(`longer than any HTTP-date (${maxHttpDateLength} characters)`);
-  let nowMs: number | undefined;
-  if (options.now !== undefined) {
-    nowMs = options.now.getTime();
-    if (!Number.isFinite(nowMs)) throw new RangeError('parseHttpDate: options.now must be a valid Date');
+  const now = options.now;
+  if (now !== undefined && !Number.isFinite(now.getTime())) {
+    throw new RangeError('parseHttpDate: options.now must be a valid Date');
   }
   // The day name ends at the first character that is not an ASCII letter.
   let end = 0;
@@ -308,7 +300,7 @@ export function scanHttpDate(value: string, options: HttpDateOptions = {}): Http
     const name = value.slice(0, end);
     const weekday = dayNamesLong.findIndex((n) => n === name);
     if (weekday < 0) return fail('day-name must be Monday…Sunday (case-sensitive) in the RFC 850 form');
-    return scanRfc850(value, weekday, end, nowMs);
+    return scanRfc850(value, weekday, end, now);
   }
   return fail('not an HTTP-date: expected IMF-fixdate, RFC 850 or asctime form');
 }

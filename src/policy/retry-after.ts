@@ -137,23 +137,29 @@ export function parseRetryAfter(header: string | null | undefined, opts: ParseRe
 }
 
 function parseDelaySeconds(header: string, digits: string, nowMs: number, maxDelayMs: number): RetryAfter {
+  const length = digits.length;
   let seconds = 0;
   let overCap = false;
-  for (let i = 0; i < digits.length; i++) {
-    const c = digits.charCodeAt(i);
-    const d = c - 0x30;
-    if (d < 0 || d > 9) {
-      if (c === 0x2e) return invalid(header, 'delay-seconds must be a whole number of seconds');
-      return invalid(header, `delay-seconds must be digits only; found ${describeChar(digits, i)}`);
-    }
-    // Stop accumulating once past the cap: the number never grows beyond cap + 10 s, so never overflows.
-    if (!overCap) {
-      seconds = seconds * 10 + d;
-      if (seconds * 1000 > maxDelayMs) overCap = true;
-    }
+  let i = 0;
+  // Accumulate until past the cap; the number never exceeds cap × 10 + 9 s, so never overflows.
+  for (; i < length && !overCap; i++) {
+    const d = digits.charCodeAt(i) - 0x30;
+    if (d < 0 || d > 9) return notDigit(header, digits, i);
+    seconds = seconds * 10 + d;
+    overCap = seconds * 1000 > maxDelayMs;
+  }
+  // Past the cap, only check that the rest are digits.
+  for (; i < length; i++) {
+    const d = digits.charCodeAt(i) - 0x30;
+    if (d < 0 || d > 9) return notDigit(header, digits, i);
   }
   const { delayMs, clamped } = bounded(overCap ? Number.POSITIVE_INFINITY : seconds * 1000, nowMs, maxDelayMs);
   return { kind: 'delay', delayMs, notBefore: new Date(nowMs + delayMs), clamped };
+}
+
+function notDigit(header: string, digits: string, i: number): RetryAfter {
+  if (digits.charCodeAt(i) === 0x2e) return invalid(header, 'delay-seconds must be a whole number of seconds');
+  return invalid(header, `delay-seconds must be digits only; found ${describeChar(digits, i)}`);
 }
 
 /** Cuts a delay to `maxDelayMs` and to the last representable time value. */
