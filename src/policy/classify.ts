@@ -55,8 +55,6 @@ export interface ClassifyOptions {
   maxDelayMs?: number | undefined;
 }
 
-const success: Decision = { kind: 'success' };
-
 /**
  * Assigned 5xx codes that are definite answers: the server refuses the request as such, whether or
  * not it was a write (501 Not Implemented, 505 HTTP Version Not Supported, 506, 507 Insufficient
@@ -121,7 +119,7 @@ export function classify(evidence: Evidence, options: ClassifyOptions = {}): Dec
     if (write) return { kind: 'unknown_outcome', reason: `status:${String(status)} unrecognised after sending` };
     return permanent('other', evidence.code);
   }
-  if (status >= 200 && status <= 299) return success;
+  if (status >= 200 && status <= 299) return { kind: 'success' };
 
   const rule = lookupCode(options.codes ?? defaultCodeTable, evidence.code);
   if (rule !== undefined) return fromRule(rule, evidence.code ?? '', retryAfter);
