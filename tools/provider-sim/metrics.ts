@@ -15,6 +15,8 @@ export interface WebhookCounters {
   redeliveries: number;
   /** Deliveries that gave up after `webhookMaxAttempts` without a 2xx. */
   exhausted: number;
+  /** Events never sent because 10 000 deliveries were already in progress. */
+  dropped: number;
 }
 
 /** Counters for one API key or for everything. */
@@ -57,7 +59,7 @@ class Counters {
   duplicates = 0;
   held = 0;
   reset = 0;
-  webhooks: WebhookCounters = { attempts: 0, delivered: 0, failed: 0, redeliveries: 0, exhausted: 0 };
+  webhooks: WebhookCounters = { attempts: 0, delivered: 0, failed: 0, redeliveries: 0, exhausted: 0, dropped: 0 };
   /** Request counts per whole second, in a ring indexed by second mod 60. */
   readonly bucketSecond = new Array<number>(rateBuckets).fill(-1);
   readonly bucketCount = new Array<number>(rateBuckets).fill(0);

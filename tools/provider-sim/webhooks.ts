@@ -26,9 +26,11 @@ export interface WebhookSettings {
 }
 
 /** What the sender reports to metrics. */
-export type WebhookOutcome = 'attempts' | 'delivered' | 'failed' | 'redeliveries' | 'exhausted';
+export type WebhookOutcome = 'attempts' | 'delivered' | 'failed' | 'redeliveries' | 'exhausted' | 'dropped';
 
 const maxBackoffMs = 30_000;
+/** Deliveries in progress at most; beyond it new events are dropped (and counted), bounding memory. */
+export const maxPendingDeliveries = 10_000;
 
 /** Sends webhooks in the background; `close()` cancels everything still going. */
 export class WebhookSender {
@@ -44,6 +46,10 @@ export class WebhookSender {
   /** Starts delivering `event` (fire and forget; outcomes only go to `report`). */
   deliver(settings: WebhookSettings, event: WebhookEvent, report: (outcome: WebhookOutcome) => void): void {
     if (this.#closing.signal.aborted) return;
+    if (this.#inFlight >= maxPendingDeliveries) {
+      report('dropped');
+      return;
+    }
     this.#inFlight++;
     void this.#run(settings, event, report)
       .catch(() => undefined)

@@ -1,10 +1,11 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   isScenarioError,
   loadScenarioFile,
+  ProviderErrorCode,
   parseScenario,
   ScenarioError,
   scenarioSchema,
@@ -179,5 +180,13 @@ describe('loadScenarioFile', () => {
     );
     expect(scenario.keys.map((k) => k.id)).toEqual(['acme-prod', 'globex-prod', 'revoked']);
     expect(scenario.rules.length).toBeGreaterThan(3);
+  });
+});
+
+describe('docs/provider-sim.md', () => {
+  it('documents every scenario field and every error code the simulator produces', async () => {
+    const doc = await readFile(new URL('../../../docs/provider-sim.md', import.meta.url), 'utf8');
+    for (const field of Object.keys(scenarioSchema.shape)) expect(doc).toContain(`| \`${field}\``);
+    for (const code of Object.values(ProviderErrorCode)) expect(doc).toContain(code);
   });
 });

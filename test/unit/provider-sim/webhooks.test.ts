@@ -84,6 +84,7 @@ describe('completion webhooks', () => {
       failed: 0,
       redeliveries: 2,
       exhausted: 0,
+      dropped: 0,
     });
   });
 
