@@ -77,6 +77,16 @@ export const credentialSchema = z.strictObject({
   inspectRequestsPerMinute: z.number().int().positive().max(1_000_000).default(120),
   /** Inspections in flight at once per worker. @default 2 */
   inspectConcurrency: z.number().int().positive().max(1000).default(2),
+  /** Request header that carries the secret. @default 'authorization' */
+  authHeader: z
+    .string()
+    .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be an HTTP header name')
+    .default('authorization'),
+  /** Scheme before the secret (`Bearer <secret>`); empty for the bare secret (e.g. with `x-api-key`). @default 'Bearer' */
+  authScheme: z
+    .string()
+    .regex(/^[A-Za-z0-9-]*$/, 'must be a single word such as Bearer, or empty')
+    .default('Bearer'),
 });
 export type CredentialConfig = z.infer<typeof credentialSchema>;
 

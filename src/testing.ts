@@ -79,12 +79,33 @@ export class RetryqTestEnvironment extends TestWorkflowEnvironment {
   }
 }
 
-/** Starts the time-skipping test server from the resolved binary and connects to it. */
-export async function createTimeSkippingEnvironment(): Promise<TestWorkflowEnvironment> {
+export interface TimeSkippingEnvironmentOptions {
+  /** Search attributes to register. @default retryq's own */
+  searchAttributes?: readonly SearchAttributeKey<SearchAttributeType>[];
+}
+
+/** Starts the time-skipping test server from the resolved binary, registers search attributes, connects. */
+export async function createTimeSkippingEnvironment(
+  opts: TimeSkippingEnvironmentOptions = {},
+): Promise<TestWorkflowEnvironment> {
   const bin = await resolveTestServer();
-  if (!bin.path) return TestWorkflowEnvironment.createTimeSkipping();
-  const server = await startTestServer({ path: bin.path });
-  return RetryqTestEnvironment.attach(server, true);
+  const env = bin.path
+    ? await RetryqTestEnvironment.attach(await startTestServer({ path: bin.path }), true)
+    : await TestWorkflowEnvironment.createTimeSkipping();
+  return withSearchAttributes(env, opts.searchAttributes ?? retryqSearchAttributes);
+}
+
+async function withSearchAttributes(
+  env: TestWorkflowEnvironment,
+  keys: readonly SearchAttributeKey<SearchAttributeType>[],
+): Promise<TestWorkflowEnvironment> {
+  try {
+    await registerSearchAttributes(env.connection, env.namespace ?? 'default', keys);
+  } catch (err) {
+    await env.teardown();
+    throw err;
+  }
+  return env;
 }
 
 export interface DevServerEnvironmentOptions {
@@ -104,12 +125,5 @@ export async function createDevServerEnvironment(
     return TestWorkflowEnvironment.createLocal({ server: { searchAttributes: [...searchAttributes] } });
   }
   const server = await startDevServer({ cliPath: bin.path, ...(opts.dbFile ? { dbFile: opts.dbFile } : {}) });
-  const env = await RetryqTestEnvironment.attach(server, false);
-  try {
-    await registerSearchAttributes(env.connection, 'default', searchAttributes);
-  } catch (err) {
-    await env.teardown();
-    throw err;
-  }
-  return env;
+  return withSearchAttributes(await RetryqTestEnvironment.attach(server, false), searchAttributes);
 }

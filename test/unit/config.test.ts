@@ -58,6 +58,8 @@ describe('loadConfig with credentials', () => {
         concurrency: 4,
         inspectRequestsPerMinute: 120,
         inspectConcurrency: 2,
+        authHeader: 'authorization',
+        authScheme: 'Bearer',
       },
     ]);
   });

@@ -1,0 +1,90 @@
+/**
+ * The dispatch activity: one delivery attempt of an intent's action to the provider.
+ *
+ * Every attempt sends the same `Idempotency-Key` and the same JSON payload (invariant 8); the credential's
+ * secret is added here, from worker config, and never returned or logged (invariant 9). Success returns the
+ * provider's answer; every other outcome throws a typed `ApplicationFailure` carrying the evidence.
+ */
+import { Context } from '@temporalio/activity';
+import { dispatchFailure } from '../failures.js';
+import { describeTarget } from '../intent.js';
+import type { Action, JsonValue } from '../intent.js';
+import { classify, defaultCodeTable, mergeCodeTables } from '../policy/index.js';
+import type { CodeTable, Evidence } from '../policy/index.js';
+import { callProvider } from './provider-call.js';
+import type { ActivityDeps } from './deps.js';
+
+export interface DispatchInput {
+  idempotencyKey: string;
+  credential: string;
+  action: Action;
+  /** 1-based attempt number, sent as `Retryq-Attempt` for the provider's logs. */
+  attempt: number;
+  timeoutMs: number;
+  codes?: CodeTable | undefined;
+}
+
+export interface DispatchResult {
+  status: number;
+  body: JsonValue;
+  /** The body was larger than retryq keeps and was cut. */
+  truncated: boolean;
+  /** The response's `Date` header, if any. */
+  date?: string | undefined;
+}
+
+export function makeDispatch(deps: ActivityDeps) {
+  return async function dispatch(input: DispatchInput): Promise<DispatchResult> {
+    const { action } = input;
+    const target = describeTarget(action.method, action.url);
+    const codes = input.codes ? mergeCodeTables(defaultCodeTable, input.codes) : defaultCodeTable;
+    const headers: Record<string, string> = {
+      'user-agent': deps.userAgent ?? 'retryq',
+      ...(action.headers ?? {}),
+      'idempotency-key': input.idempotencyKey,
+      'retryq-attempt': String(input.attempt),
+    };
+    if (action.body !== undefined) headers['content-type'] ??= 'application/json';
+    let auth: Record<string, string>;
+    try {
+      auth = deps.credentials.authHeaders(input.credential);
+    } catch (err) {
+      // Not sent: a worker configuration problem an operator can fix; the workflow backs off and retries.
+      const evidence: Evidence = {
+        method: action.method,
+        purpose: 'dispatch',
+        transport: 'other',
+        sent: 'no',
+        code: 'credential_unavailable',
+      };
+      throw dispatchFailure(
+        evidence,
+        { kind: 'transient', reason: 'credential_unavailable', retryAfter: { kind: 'absent' } },
+        target,
+        (err as Error).message,
+      );
+    }
+    const outcome = await callProvider({
+      dispatcher: deps.http,
+      method: action.method,
+      url: action.url,
+      headers: { ...headers, ...auth },
+      body: action.body === undefined ? undefined : JSON.stringify(action.body),
+      timeoutMs: input.timeoutMs,
+      purpose: 'dispatch',
+      clock: deps.clock,
+      signal: Context.current().cancellationSignal,
+    });
+    const decision = classify(outcome.evidence, { codes, now: new Date(deps.clock()) });
+    if (decision.kind === 'success' && outcome.kind === 'response') {
+      return {
+        status: outcome.evidence.status ?? 200,
+        body: outcome.body as JsonValue,
+        truncated: outcome.truncated,
+        ...(outcome.evidence.headers?.['date'] ? { date: outcome.evidence.headers['date'] } : {}),
+      };
+    }
+    if (decision.kind === 'success') throw new Error('unreachable: success without a response');
+    throw dispatchFailure(outcome.evidence, decision, target, outcome.message);
+  };
+}

@@ -1,0 +1,213 @@
+/**
+ * One HTTP call to a provider, turned into {@link Evidence}: the single place that knows how undici reports
+ * failures and whether a request may have reached the provider. Used by the dispatch and inspect activities.
+ *
+ * @example
+ * ```ts
+ * import { Agent } from 'undici';
+ * import { callProvider } from './provider-call.js';
+ * const outcome = await callProvider({ dispatcher: new Agent(), method: 'GET', url: 'https://api.example.com/v1/ping',
+ *   headers: {}, timeoutMs: 5000, purpose: 'inspect', clock: Date.now });
+ * if (outcome.kind === 'response') console.log(outcome.evidence.status);
+ * ```
+ */
+import { request } from 'undici';
+import type { Dispatcher } from 'undici';
+import { z } from 'zod';
+import type { Evidence, Purpose, TransportFailure } from '../policy/index.js';
+
+/** Most bytes of a response body retryq reads and keeps. */
+export const MAX_BODY_BYTES = 64 * 1024;
+
+export interface ProviderCall {
+  dispatcher: Dispatcher;
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body?: string | undefined;
+  timeoutMs: number;
+  purpose: Purpose;
+  /** ms since the epoch; stamps `receivedAtMs`. */
+  clock: () => number;
+  /** Aborts the call (activity cancellation). */
+  signal?: AbortSignal | undefined;
+}
+
+export type ProviderOutcome =
+  | {
+      kind: 'response';
+      evidence: Evidence;
+      /** Parsed JSON when the body was JSON, else the text (bounded by {@link MAX_BODY_BYTES}). */
+      body: unknown;
+      truncated: boolean;
+      /** A message from the provider's error body, for people. */
+      message: string | undefined;
+    }
+  | { kind: 'no_response'; evidence: Evidence; message: string };
+
+/** Common provider error envelopes: `{error:{code,message}}`, `{error:{type}}`, `{code}`, `{errors:[{code}]}`. */
+const errorEnvelope = z.union([
+  z.object({
+    error: z.object({
+      code: z.union([z.string(), z.number()]).optional(),
+      type: z.string().optional(),
+      message: z.string().optional(),
+    }),
+  }),
+  z.object({ error: z.string(), message: z.string().optional() }),
+  z.object({
+    errors: z.array(z.object({ code: z.union([z.string(), z.number()]), message: z.string().optional() })).min(1),
+  }),
+  z.object({ code: z.union([z.string(), z.number()]), message: z.string().optional() }),
+]);
+
+/** The structured error code and message of an error body, when it has one. */
+export function readErrorCode(body: unknown): { code?: string; message?: string } {
+  const parsed = errorEnvelope.safeParse(body);
+  if (!parsed.success) return {};
+  const v = parsed.data;
+  const pick = (code: string | number | undefined, message: string | undefined) => ({
+    ...(code !== undefined && String(code).length <= 200 ? { code: String(code) } : {}),
+    ...(message !== undefined ? { message: message.slice(0, 500) } : {}),
+  });
+  if ('errors' in v) return pick(v.errors[0]?.code, v.errors[0]?.message);
+  if ('error' in v && typeof v.error === 'object') {
+    // A code wins over a type; `type: 'error'`-style generic types are not codes.
+    const code = v.error.code ?? (v.error.type && v.error.type !== 'error' ? v.error.type : undefined);
+    return pick(code, v.error.message);
+  }
+  if ('error' in v && typeof v.error === 'string') return pick(v.error, 'message' in v ? v.message : undefined);
+  if ('error' in v) return {};
+  return pick(v.code, v.message);
+}
+
+/** undici / Node error codes → transport failure and whether the request may have been sent. */
+function transportOf(err: unknown): { transport: TransportFailure; sent: Evidence['sent'] } {
+  const code = errCode(err);
+  switch (code) {
+    case 'ECONNREFUSED':
+      return { transport: 'refused', sent: 'no' };
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return { transport: 'dns', sent: 'no' };
+    case 'UND_ERR_CONNECT_TIMEOUT':
+      return { transport: 'timeout', sent: 'no' };
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+      return { transport: 'refused', sent: 'no' };
+    case 'UND_ERR_HEADERS_TIMEOUT':
+    case 'UND_ERR_BODY_TIMEOUT':
+    case 'ETIMEDOUT':
+      return { transport: 'timeout', sent: 'unknown' };
+    case 'ECONNRESET':
+    case 'EPIPE':
+    case 'UND_ERR_SOCKET':
+    case 'UND_ERR_CLOSED':
+      return { transport: 'reset', sent: 'unknown' };
+    case 'ABORT_ERR':
+    case 'UND_ERR_ABORTED':
+      return { transport: 'timeout', sent: 'unknown' };
+    default:
+      if (code?.startsWith('ERR_TLS') || code?.startsWith('CERT_') || code === 'DEPTH_ZERO_SELF_SIGNED_CERT')
+        return { transport: 'tls', sent: 'no' };
+      return { transport: 'other', sent: 'unknown' };
+  }
+}
+
+function errCode(err: unknown): string | undefined {
+  for (let e: unknown = err, depth = 0; e && depth < 5; depth++) {
+    if (typeof e === 'object' && e !== null) {
+      const code = (e as { code?: unknown }).code;
+      if (typeof code === 'string') return code;
+      if ((e as { name?: unknown }).name === 'TimeoutError' || (e as { name?: unknown }).name === 'AbortError')
+        return 'ABORT_ERR';
+      e = (e as { cause?: unknown }).cause;
+    }
+  }
+  return undefined;
+}
+
+async function readBounded(
+  body: AsyncIterable<Buffer> & { destroy?: () => void },
+): Promise<{ text: string; truncated: boolean }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const room = MAX_BODY_BYTES - size;
+    if (chunk.length > room) {
+      chunks.push(chunk.subarray(0, room));
+      body.destroy?.();
+      return { text: Buffer.concat(chunks).toString('utf8'), truncated: true };
+    }
+    chunks.push(chunk);
+    size += chunk.length;
+  }
+  return { text: Buffer.concat(chunks).toString('utf8'), truncated: false };
+}
+
+/** Performs the call and reports what happened as evidence; never throws for network or HTTP failures. */
+export async function callProvider(call: ProviderCall): Promise<ProviderOutcome> {
+  const timeout = AbortSignal.timeout(call.timeoutMs);
+  const signal = call.signal ? AbortSignal.any([timeout, call.signal]) : timeout;
+  const base = { method: call.method.toUpperCase(), purpose: call.purpose } as const;
+  let res: Dispatcher.ResponseData;
+  try {
+    res = await request(call.url, {
+      dispatcher: call.dispatcher,
+      method: call.method.toUpperCase(),
+      headers: call.headers,
+      body: call.body ?? null,
+      signal,
+      headersTimeout: call.timeoutMs,
+      bodyTimeout: call.timeoutMs,
+    });
+  } catch (err) {
+    const { transport, sent } = transportOf(err);
+    return {
+      kind: 'no_response',
+      evidence: { ...base, transport, sent, receivedAtMs: call.clock() },
+      message: err instanceof Error ? err.message : String(err),
+    };
+  }
+  let text: string;
+  let truncated: boolean;
+  try {
+    ({ text, truncated } = await readBounded(res.body));
+  } catch (err) {
+    // Headers arrived but the body broke off: the provider did answer with this status.
+    text = '';
+    truncated = true;
+    void err;
+  }
+  const headers: Record<string, string> = {};
+  for (const name of ['retry-after', 'date'] as const) {
+    const v = res.headers[name];
+    const value = Array.isArray(v) ? v[0] : v;
+    if (typeof value === 'string') headers[name] = value.slice(0, 200);
+  }
+  let body: unknown = text;
+  const contentType = String(res.headers['content-type'] ?? '');
+  if (!truncated && (contentType.includes('json') || /^\s*[{[]/.test(text))) {
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = text;
+    }
+  }
+  const ok = res.statusCode >= 200 && res.statusCode <= 299;
+  const { code, message } = ok ? {} : readErrorCode(body);
+  return {
+    kind: 'response',
+    evidence: {
+      ...base,
+      status: res.statusCode,
+      headers,
+      ...(code !== undefined ? { code } : {}),
+      sent: 'yes',
+      receivedAtMs: call.clock(),
+    },
+    body,
+    truncated,
+    message,
+  };
+}

@@ -1,0 +1,435 @@
+#!/usr/bin/env node
+/**
+ * The `retryq` command.
+ *
+ * ```
+ * retryq dev                       Temporal dev server + UI + workers (npm run dev)
+ * retryq worker                    workers only, against the configured Temporal
+ * retryq submit --file intent.json submit an intent (or use flags; see `retryq submit --help`)
+ * retryq status <key>              an intent's status
+ * retryq list [--phase P] [--credential C]
+ * retryq cancel <key> [--reason R]
+ * retryq retry-now <key>
+ * retryq doctor                    which Temporal binaries are used, and their versions
+ * ```
+ * Every command that reads takes `--json`. Exit codes: 0 ok, 1 failure, 2 usage, 3 not found,
+ * 4 idempotency conflict, 78 configuration error.
+ *
+ * @example
+ * ```sh
+ * npm run retryq -- status order-1042-charge --json
+ * ```
+ */
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import type { ParseArgsConfig } from 'node:util';
+import { IdempotencyConflict, IntentNotFound, IntentValidationError, RetryqClient } from './client.js';
+import { ConfigError, loadConfig, resolveSecrets } from './config.js';
+import type { RetryqConfig } from './config.js';
+import { startDev } from './dev.js';
+import type { IntentInput, IntentStatus } from './intent.js';
+import { resolveTemporalCli, resolveTestServer } from './temporal/binaries.js';
+import { TemporalUnreachable, connectClient, connectWorker } from './temporal/connect.js';
+import { installRuntime } from './temporal/runtime.js';
+import { PortInUse, ServerExited } from './temporal/server-process.js';
+import { createWorkers } from './worker.js';
+
+export const ExitCode = { ok: 0, failure: 1, usage: 2, notFound: 3, conflict: 4, config: 78 } as const;
+
+class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+type Out = { out: (s: string) => void; err: (s: string) => void };
+const io: Out = { out: (s) => process.stdout.write(s + '\n'), err: (s) => process.stderr.write(s + '\n') };
+
+function parse<T extends NonNullable<ParseArgsConfig['options']>>(argv: string[], options: T, positionals = 0) {
+  try {
+    const r = parseArgs({
+      args: argv,
+      options: { ...options, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+      strict: true,
+    });
+    if (r.positionals.length > positionals)
+      throw new UsageError(`unexpected argument: ${r.positionals[positionals] ?? ''}`);
+    return r;
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    throw new UsageError((err as Error).message);
+  }
+}
+
+/**
+ * Waits for SIGINT/SIGTERM. A terminal's Ctrl-C reaches every process of the group (npm, tsx, node), and tsx
+ * relays it too, so the same signal may arrive twice at once: only a signal more than a second after the first
+ * counts as "stop now, without draining".
+ */
+function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    let firstAt = 0;
+    const onSignal = (sig: NodeJS.Signals) => {
+      if (firstAt === 0) {
+        firstAt = Date.now();
+        resolve(sig);
+      } else if (Date.now() - firstAt > 1000) {
+        process.stderr.write('Second signal: exiting without draining.\n');
+        process.exit(sig === 'SIGINT' ? 130 : 143);
+      }
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  });
+}
+
+async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
+  const { values } = parse(argv, {});
+  if (values.help) {
+    io.out('retryq dev — start Temporal (dev server + Web UI, unless TEMPORAL_ADDRESS is set) and the retryq workers.');
+    return ExitCode.ok;
+  }
+  installRuntime({ level: 'WARN' });
+  const dev = await startDev({ config, log: io.err });
+  const lines = [
+    '',
+    'retryq is running.',
+    dev.uiUrl ? `  Temporal UI:   ${dev.uiUrl}/namespaces/${config.temporal.namespace}/workflows` : undefined,
+    `  Temporal:      ${config.temporal.address} (namespace ${config.temporal.namespace})`,
+    `  Task queues:   ${config.taskQueuePrefix}.workflows` +
+      (config.credentials.length
+        ? `, ${config.taskQueuePrefix}.{actions,inspect}.{${config.credentials.map((c) => c.id).join(',')}}`
+        : ''),
+    '  Stop with Ctrl-C (drains the workers, then stops the server).',
+    '',
+  ];
+  io.out(lines.filter((l) => l !== undefined).join('\n'));
+  let workerError: unknown;
+  const failed = dev.running.then(
+    () => 'stopped' as const,
+    (err: unknown) => {
+      workerError = err;
+      return 'failed' as const;
+    },
+  );
+  const first = await Promise.race([untilSignal().then(() => 'signal' as const), failed]);
+  io.err(first === 'signal' ? 'Stopping: draining workers…' : 'The workers stopped; shutting down…');
+  await dev.stop();
+  io.err('Stopped.');
+  if (workerError !== undefined) throw workerError instanceof Error ? workerError : new Error('worker failed');
+  return ExitCode.ok;
+}
+
+async function cmdWorker(argv: string[], config: RetryqConfig): Promise<number> {
+  const { values } = parse(argv, {});
+  if (values.help) {
+    io.out('retryq worker — run the retryq workers against the configured Temporal (TEMPORAL_ADDRESS …).');
+    return ExitCode.ok;
+  }
+  installRuntime({ level: 'INFO' });
+  const secrets = resolveSecrets(config.credentials);
+  const connection = await connectWorker(config.temporal);
+  const workers = await createWorkers({ config, connection, secrets });
+  const running = workers.run();
+  io.err(
+    `retryq workers polling ${config.temporal.address} (namespace ${config.temporal.namespace}); Ctrl-C to drain and stop.`,
+  );
+  await Promise.race([untilSignal(), running]);
+  workers.shutdown();
+  await running;
+  await connection.close();
+  return ExitCode.ok;
+}
+
+async function withClient<T>(config: RetryqConfig, fn: (rq: RetryqClient) => Promise<T>): Promise<T> {
+  const { client, close } = await connectClient(config.temporal);
+  try {
+    return await fn(
+      new RetryqClient({
+        client,
+        taskQueuePrefix: config.taskQueuePrefix,
+        defaultDeadlineMs: config.intents.defaultDeadlineMs,
+        maxDeadlineMs: config.intents.maxDeadlineMs,
+      }),
+    );
+  } finally {
+    await close();
+  }
+}
+
+const SUBMIT_HELP = `retryq submit — submit an intent
+  --file PATH           the intent as JSON (see the README); flags below override its fields
+  --key KEY             idempotency key
+  --credential ID       credential id
+  --method M --url URL  the action
+  --body JSON           JSON body
+  --header 'Name: v'    extra header (repeatable)
+  --inspect-url URL     inspection URL template with {idempotencyKey}
+  --deadline D          ISO time or duration ('2h')
+  --max-attempts N
+  --wait                wait for the final outcome
+  --json                machine-readable output`;
+
+async function cmdSubmit(argv: string[], config: RetryqConfig): Promise<number> {
+  const { values } = parse(argv, {
+    file: { type: 'string' },
+    key: { type: 'string' },
+    credential: { type: 'string' },
+    method: { type: 'string' },
+    url: { type: 'string' },
+    body: { type: 'string' },
+    header: { type: 'string', multiple: true },
+    'inspect-url': { type: 'string' },
+    deadline: { type: 'string' },
+    'max-attempts': { type: 'string' },
+    wait: { type: 'boolean' },
+    json: { type: 'boolean' },
+  });
+  if (values.help) {
+    io.out(SUBMIT_HELP);
+    return ExitCode.ok;
+  }
+  let intent: Record<string, unknown> = {};
+  if (values.file) {
+    try {
+      intent = JSON.parse(await readFile(values.file, 'utf8')) as Record<string, unknown>;
+    } catch (err) {
+      throw new UsageError(`--file ${values.file}: ${(err as Error).message}`);
+    }
+  }
+  const action = { ...((intent['action'] as Record<string, unknown> | undefined) ?? {}) };
+  if (values.key) intent['idempotencyKey'] = values.key;
+  if (values.credential) intent['credential'] = values.credential;
+  if (values.method) action['method'] = values.method;
+  if (values.url) action['url'] = values.url;
+  if (values.body !== undefined) {
+    try {
+      action['body'] = JSON.parse(values.body);
+    } catch (err) {
+      throw new UsageError(`--body must be JSON: ${(err as Error).message}`);
+    }
+  }
+  if (values.header?.length) {
+    const headers = { ...((action['headers'] as Record<string, string> | undefined) ?? {}) };
+    for (const h of values.header) {
+      const i = h.indexOf(':');
+      if (i <= 0) throw new UsageError(`--header must look like 'Name: value' (got ${JSON.stringify(h)})`);
+      headers[h.slice(0, i).trim()] = h.slice(i + 1).trim();
+    }
+    action['headers'] = headers;
+  }
+  intent['action'] = action;
+  if (values['inspect-url']) intent['inspection'] = { url: values['inspect-url'] };
+  if (values.deadline) intent['deadline'] = values.deadline;
+  if (values['max-attempts']) {
+    const n = Number(values['max-attempts']);
+    const policy = typeof intent['policy'] === 'object' && intent['policy'] !== null ? intent['policy'] : {};
+    intent['policy'] = { ...policy, maxAttempts: n };
+  }
+  return withClient(config, async (rq) => {
+    const submitted = await rq.submit(intent as IntentInput);
+    if (!values.wait) {
+      if (values.json) io.out(JSON.stringify(submitted));
+      else
+        io.out(
+          `${submitted.attached ? 'Attached to existing' : 'Submitted'} intent ${submitted.key} (workflow ${submitted.workflowId}).`,
+        );
+      return ExitCode.ok;
+    }
+    const outcome = await rq.result(submitted.key);
+    io.out(values.json ? JSON.stringify(outcome, null, 2) : formatStatus(outcome));
+    return outcome.phase === 'succeeded' ? ExitCode.ok : ExitCode.failure;
+  });
+}
+
+/** A status for people. */
+export function formatStatus(s: IntentStatus): string {
+  const lines = [
+    `intent      ${s.idempotencyKey}`,
+    `phase       ${s.phase}${s.finalReason ? ` — ${s.finalReason}` : ''}`,
+    `credential  ${s.credential}`,
+    `attempts    ${s.attempts}/${s.maxAttempts}${s.inspections ? `, inspections ${s.inspections}` : ''}`,
+    `deadline    ${s.deadline}`,
+  ];
+  if (s.nextAttemptAt) lines.push(`next        ${s.nextAttemptAt}`);
+  if (s.permittedAt) lines.push(`permitted   ${s.permittedAt} (server)`);
+  if (s.lastEvidence) {
+    const e = s.lastEvidence;
+    lines.push(
+      `last        ${e.status !== undefined ? `HTTP ${e.status}` : `transport ${e.transport ?? '?'}`}${e.code ? ` ${e.code}` : ''} → ${e.decision}${e.retryAfter ? ` (Retry-After ${e.retryAfter})` : ''}`,
+    );
+  }
+  if (s.reservation) lines.push(`reservation ${s.reservation.reason}`);
+  if (s.cancelRequested) lines.push(`cancelled   ${s.cancelRequested}`);
+  if (s.attemptLog.length) {
+    lines.push('log:');
+    for (const a of s.attemptLog) {
+      const e = a.evidence;
+      lines.push(
+        `  ${a.startedAt}  ${a.kind === 'dispatch' ? `attempt ${a.attempt}` : `inspect ${a.attempt}`}  ` +
+          `${e.status !== undefined ? e.status : e.transport}${e.code ? ` ${e.code}` : ''} → ${e.decision}` +
+          (a.nextAt ? `, next ${a.nextAt} (${a.floor})` : ''),
+      );
+    }
+  }
+  return lines.join('\n');
+}
+
+async function cmdStatus(argv: string[], config: RetryqConfig): Promise<number> {
+  const { values, positionals } = parse(argv, { json: { type: 'boolean' } }, 1);
+  if (values.help || !positionals[0]) {
+    if (!values.help) throw new UsageError('status needs an idempotency key: retryq status <key>');
+    io.out('retryq status <key> [--json]');
+    return ExitCode.ok;
+  }
+  const key = positionals[0];
+  return withClient(config, async (rq) => {
+    const s = await rq.status(key);
+    io.out(values.json ? JSON.stringify(s, null, 2) : formatStatus(s));
+    return ExitCode.ok;
+  });
+}
+
+async function cmdList(argv: string[], config: RetryqConfig): Promise<number> {
+  const { values } = parse(argv, {
+    phase: { type: 'string' },
+    credential: { type: 'string' },
+    limit: { type: 'string' },
+    json: { type: 'boolean' },
+  });
+  if (values.help) {
+    io.out('retryq list [--phase waiting] [--credential acme-prod] [--limit 100] [--json]');
+    return ExitCode.ok;
+  }
+  const limit = values.limit === undefined ? 100 : Number(values.limit);
+  if (!Number.isInteger(limit) || limit < 1) throw new UsageError('--limit must be a positive integer');
+  return withClient(config, async (rq) => {
+    const rows = await rq.list({
+      ...(values.phase ? { phase: values.phase } : {}),
+      ...(values.credential ? { credential: values.credential } : {}),
+      limit,
+    });
+    if (values.json) io.out(JSON.stringify(rows, null, 2));
+    else {
+      io.out(['KEY', 'PHASE', 'ATTEMPTS', 'CREDENTIAL', 'STARTED'].join('\t'));
+      for (const r of rows)
+        io.out(
+          [r.key, r.phase ?? '?', String(r.attempts ?? '?'), r.credential ?? '?', r.startTime.toISOString()].join('\t'),
+        );
+    }
+    return ExitCode.ok;
+  });
+}
+
+async function cmdCancel(argv: string[], config: RetryqConfig): Promise<number> {
+  const { values, positionals } = parse(argv, { reason: { type: 'string' }, json: { type: 'boolean' } }, 1);
+  if (values.help || !positionals[0]) {
+    if (!values.help) throw new UsageError('cancel needs an idempotency key: retryq cancel <key> [--reason R]');
+    io.out('retryq cancel <key> [--reason R]');
+    return ExitCode.ok;
+  }
+  const key = positionals[0];
+  return withClient(config, async (rq) => {
+    await rq.cancel(key, values.reason ?? 'cancelled from the retryq CLI');
+    io.out(values.json ? JSON.stringify({ key, cancelRequested: true }) : `Cancel requested for ${key}.`);
+    return ExitCode.ok;
+  });
+}
+
+async function cmdRetryNow(argv: string[], config: RetryqConfig): Promise<number> {
+  const { values, positionals } = parse(argv, { json: { type: 'boolean' } }, 1);
+  if (values.help || !positionals[0]) {
+    if (!values.help) throw new UsageError('retry-now needs an idempotency key');
+    io.out('retryq retry-now <key> — end the current wait; never earlier than the server permits');
+    return ExitCode.ok;
+  }
+  const key = positionals[0];
+  return withClient(config, async (rq) => {
+    await rq.retryNow(key);
+    io.out(values.json ? JSON.stringify({ key, retryNow: true }) : `Retry requested for ${key}.`);
+    return ExitCode.ok;
+  });
+}
+
+async function cmdDoctor(argv: string[]): Promise<number> {
+  const { values } = parse(argv, { json: { type: 'boolean' } });
+  const cli = await resolveTemporalCli({ log: io.err });
+  const ts = await resolveTestServer({ log: io.err });
+  const report = { temporalCli: cli, testServer: ts, node: process.version };
+  if (values.json) io.out(JSON.stringify(report, null, 2));
+  else {
+    io.out(`temporal CLI          ${cli.version}  (${cli.source}: ${cli.path ?? 'SDK download'})`);
+    io.out(`time-skipping server  ${ts.version}  (${ts.source}: ${ts.path ?? 'SDK download'})`);
+    io.out(`node                  ${process.version}`);
+  }
+  return ExitCode.ok;
+}
+
+const COMMANDS: Record<string, (argv: string[], config: RetryqConfig) => Promise<number>> = {
+  dev: cmdDev,
+  worker: cmdWorker,
+  submit: cmdSubmit,
+  status: cmdStatus,
+  list: cmdList,
+  cancel: cmdCancel,
+  'retry-now': cmdRetryNow,
+};
+
+const HELP = `retryq — a durable retry queue for outbound API actions, on Temporal
+
+Commands:
+  dev          start Temporal (dev server + Web UI) and the workers
+  worker       run the workers against the configured Temporal
+  submit       submit an intent
+  status KEY   an intent's status
+  list         list intents (--phase, --credential)
+  cancel KEY   stop further dispatch (--reason)
+  retry-now KEY  end the current wait early (never before the server permits)
+  doctor       show the Temporal binaries in use
+
+Configuration comes from the environment; see the README.`;
+
+/** Runs the CLI; returns the exit code. */
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    if (!command || command === 'help' || command === '--help' || command === '-h') {
+      io.out(HELP);
+      return command ? ExitCode.ok : ExitCode.usage;
+    }
+    if (command === 'doctor') return await cmdDoctor(rest);
+    const run = COMMANDS[command];
+    if (!run) throw new UsageError(`unknown command "${command}"; run \`retryq help\``);
+    return await run(rest, loadConfig());
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.err(`retryq: ${err.message}`);
+      return ExitCode.usage;
+    }
+    if (err instanceof ConfigError) {
+      io.err(err.message);
+      return ExitCode.config;
+    }
+    if (err instanceof IntentValidationError) {
+      io.err(err.message);
+      return ExitCode.usage;
+    }
+    if (err instanceof IntentNotFound) {
+      io.err(`retryq: ${err.message}`);
+      return ExitCode.notFound;
+    }
+    if (err instanceof IdempotencyConflict) {
+      io.err(`retryq: ${err.message}`);
+      return ExitCode.conflict;
+    }
+    if (err instanceof TemporalUnreachable || err instanceof PortInUse || err instanceof ServerExited) {
+      io.err(`retryq: ${err.message}`);
+      return ExitCode.failure;
+    }
+    io.err(`retryq: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    return ExitCode.failure;
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('/src/cli.ts')) {
+  void main(process.argv.slice(2)).then((code) => process.exit(code));
+}

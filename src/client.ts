@@ -1,0 +1,372 @@
+/**
+ * What application code imports: submit an intent, read its status, wait for its result, cancel it, list intents.
+ *
+ * Every intent runs as one workflow whose id is `intent:<idempotencyKey>`. Submitting the same key again with
+ * the same payload attaches to that workflow (running or finished) and never starts a second one; the same key
+ * with a different payload throws {@link IdempotencyConflict}. A finished intent's key never starts a new run.
+ *
+ * @example
+ * ```ts
+ * import { Client, Connection } from '@temporalio/client';
+ * import { RetryqClient } from 'retryq';
+ *
+ * const client = new Client({ connection: await Connection.connect({ address: 'localhost:7233' }) });
+ * const retryq = new RetryqClient({ client });
+ * const { key } = await retryq.submit({
+ *   idempotencyKey: 'order-1042-charge',
+ *   credential: 'acme-prod',
+ *   action: { method: 'POST', url: 'https://api.example.com/v1/charges', body: { amount: 1200, currency: 'eur' } },
+ *   inspection: { url: 'https://api.example.com/v1/operations/{idempotencyKey}' },
+ *   deadline: '2h',
+ * });
+ * console.log((await retryq.status(key)).phase); // 'dispatching', 'waiting', …
+ * const outcome = await retryq.result(key); // phase 'succeeded' | 'failed' | 'expired' | 'cancelled'
+ * ```
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { WorkflowFailedError } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import {
+  ApplicationFailure,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowIdConflictPolicy,
+  WorkflowIdReusePolicy,
+  WorkflowNotFoundError,
+} from '@temporalio/common';
+import type { z } from 'zod';
+import { DURATION_HINT, parseDurationMs } from './duration.js';
+import { IntentFailureType } from './failures.js';
+import { defaultPolicy, describeTarget, finalPhases, intentInputSchema } from './intent.js';
+import type { IntentInput, IntentOutcome, IntentSpec, IntentStatus, Phase } from './intent.js';
+import type { CodeTable } from './policy/index.js';
+import { credentialKey, retryAttemptKey, retryPhaseKey } from './search-attributes.js';
+import { taskQueues } from './task-queues.js';
+import { cancelSignal, intentWorkflow, retryNowSignal, statusQuery } from './workflows/index.js';
+
+/** The intent input is invalid; nothing was started. `issues` names every field that is wrong and why. */
+export class IntentValidationError extends Error {
+  override readonly name = 'IntentValidationError';
+  constructor(readonly issues: readonly { path: string; message: string }[]) {
+    super(`Invalid intent:\n${issues.map((i) => `  - ${i.path || '(intent)'}: ${i.message}`).join('\n')}`);
+  }
+}
+
+/** The idempotency key is already used by an intent with a different payload. Nothing was started. */
+export class IdempotencyConflict extends Error {
+  override readonly name = 'IdempotencyConflict';
+  constructor(
+    readonly idempotencyKey: string,
+    readonly existingFingerprint: string | undefined,
+    readonly submittedFingerprint: string,
+  ) {
+    super(
+      `Idempotency key "${idempotencyKey}" is already used by an intent with a different payload ` +
+        `(method, URL, body or credential differ). Use a new key for a new operation.`,
+    );
+  }
+}
+
+/** No intent with this idempotency key exists. */
+export class IntentNotFound extends Error {
+  override readonly name = 'IntentNotFound';
+  constructor(readonly idempotencyKey: string) {
+    super(`No intent with idempotency key "${idempotencyKey}".`);
+  }
+}
+
+export interface RetryqClientOptions {
+  /** A Temporal client. */
+  client: Client;
+  /** @default 'retryq' */
+  taskQueuePrefix?: string;
+  /** Deadline of an intent that names none, in ms. @default 86_400_000 (24 h) */
+  defaultDeadlineMs?: number;
+  /** Latest deadline an intent may ask for, in ms from now. @default 2_592_000_000 (30 days) */
+  maxDeadlineMs?: number;
+  /** Extra structured error codes applied to every intent (an intent's own `codes` win). */
+  codes?: CodeTable;
+  /** @default Date.now */
+  clock?: () => number;
+}
+
+export interface Submitted {
+  key: string;
+  workflowId: string;
+  /** `true` when an intent with this key and payload already existed and nothing new was started. */
+  attached: boolean;
+}
+
+export interface IntentListEntry {
+  key: string;
+  workflowId: string;
+  /** The `RetryPhase` search attribute (a {@link Phase}). */
+  phase: string | undefined;
+  attempts: number | undefined;
+  credential: string | undefined;
+  startTime: Date;
+  closeTime: Date | undefined;
+  temporalStatus: string;
+}
+
+/** The workflow id of an intent. */
+export function workflowIdOf(idempotencyKey: string): string {
+  return `intent:${idempotencyKey}`;
+}
+
+/** sha256 over the canonical JSON of what makes an operation itself: method, URL, body and credential. */
+export function fingerprintOf(spec: Pick<IntentSpec, 'action' | 'credential'>): string {
+  const canonical = canonicalJson({
+    method: spec.action.method,
+    url: spec.action.url,
+    body: spec.action.body ?? null,
+    credential: spec.credential,
+  });
+  return createHash('sha256').update(canonical).digest('hex');
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+function zodIssues(error: z.ZodError): { path: string; message: string }[] {
+  return error.issues.map((i) => ({
+    path: i.path
+      .map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`))
+      .join('')
+      .replace(/^\./, ''),
+    message: i.message,
+  }));
+}
+
+/** Submits and follows intents. */
+export class RetryqClient {
+  readonly client: Client;
+  private readonly queues: ReturnType<typeof taskQueues>;
+  private readonly prefix: string;
+  private readonly defaultDeadlineMs: number;
+  private readonly maxDeadlineMs: number;
+  private readonly codes: CodeTable | undefined;
+  private readonly clock: () => number;
+
+  constructor(options: RetryqClientOptions) {
+    this.client = options.client;
+    this.prefix = options.taskQueuePrefix ?? 'retryq';
+    this.queues = taskQueues(this.prefix);
+    this.defaultDeadlineMs = options.defaultDeadlineMs ?? 24 * 3_600_000;
+    this.maxDeadlineMs = options.maxDeadlineMs ?? 30 * 86_400_000;
+    this.codes = options.codes;
+    this.clock = options.clock ?? Date.now;
+  }
+
+  /**
+   * Validates an intent and turns it into the workflow's input. Throws {@link IntentValidationError} listing every
+   * problem; nothing is started.
+   */
+  prepare(input: IntentInput): IntentSpec {
+    const parsed = intentInputSchema.safeParse(input);
+    if (!parsed.success) throw new IntentValidationError(zodIssues(parsed.error));
+    const intent = parsed.data;
+    const now = this.clock();
+    const issues: { path: string; message: string }[] = [];
+    let deadlineMs = now + this.defaultDeadlineMs;
+    const d = intent.deadline;
+    if (d instanceof Date) deadlineMs = d.getTime();
+    else if (typeof d === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(d)) deadlineMs = Date.parse(d);
+    else if (d !== undefined) {
+      const ms = parseDurationMs(d);
+      if (ms === undefined)
+        issues.push({ path: 'deadline', message: `must be an ISO 8601 time, a Date, or ${DURATION_HINT}` });
+      else deadlineMs = now + ms;
+    }
+    if (!Number.isFinite(deadlineMs)) issues.push({ path: 'deadline', message: 'is not a valid time' });
+    else if (deadlineMs <= now) issues.push({ path: 'deadline', message: 'must lie in the future' });
+    else if (deadlineMs > now + this.maxDeadlineMs)
+      issues.push({ path: 'deadline', message: `must lie at most ${this.maxDeadlineMs / 86_400_000} days ahead` });
+    const p = intent.policy ?? {};
+    const policy = {
+      maxAttempts: p.maxAttempts ?? defaultPolicy.maxAttempts,
+      baseDelayMs: p.baseDelay ?? defaultPolicy.baseDelayMs,
+      maxBackoffMs: p.maxBackoff ?? defaultPolicy.maxBackoffMs,
+      multiplier: p.multiplier ?? defaultPolicy.multiplier,
+      jitter: p.jitter ?? defaultPolicy.jitter,
+      attemptTimeoutMs: p.attemptTimeout ?? defaultPolicy.attemptTimeoutMs,
+    };
+    if (policy.baseDelayMs < 1) issues.push({ path: 'policy.baseDelay', message: 'must be at least 1 ms' });
+    if (policy.attemptTimeoutMs < 100)
+      issues.push({ path: 'policy.attemptTimeout', message: 'must be at least 100 ms' });
+    if (policy.maxBackoffMs < policy.baseDelayMs)
+      issues.push({ path: 'policy.maxBackoff', message: 'must be at least policy.baseDelay' });
+    if (issues.length > 0) throw new IntentValidationError(issues);
+    const codes = this.codes || intent.codes ? { ...(this.codes ?? {}), ...(intent.codes ?? {}) } : undefined;
+    const spec: IntentSpec = {
+      idempotencyKey: intent.idempotencyKey,
+      credential: intent.credential,
+      action: intent.action,
+      deadline: new Date(deadlineMs).toISOString(),
+      submittedAt: new Date(now).toISOString(),
+      policy,
+      inspection: intent.inspection,
+      codes,
+      fingerprint: '',
+    };
+    spec.fingerprint = fingerprintOf(spec);
+    return spec;
+  }
+
+  /**
+   * Starts the intent's workflow, or attaches to the existing one for the same key and payload.
+   * @throws IntentValidationError on bad input; IdempotencyConflict when the key is used with another payload.
+   */
+  async submit(input: IntentInput): Promise<Submitted> {
+    const spec = this.prepare(input);
+    const workflowId = workflowIdOf(spec.idempotencyKey);
+    const target = describeTarget(spec.action.method, spec.action.url);
+    const submission = randomUUID();
+    let handle: WorkflowHandle<typeof intentWorkflow>;
+    try {
+      handle = await this.client.workflow.start(intentWorkflow, {
+        workflowId,
+        taskQueue: this.queues.workflows,
+        args: [spec, { taskQueuePrefix: this.prefix }],
+        workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+        memo: { fingerprint: spec.fingerprint, target, credential: spec.credential, submission },
+        typedSearchAttributes: [
+          { key: retryPhaseKey, value: 'scheduled' },
+          { key: retryAttemptKey, value: 0 },
+          { key: credentialKey, value: spec.credential },
+        ],
+        staticSummary: `${target} · key ${spec.idempotencyKey} · credential ${spec.credential}`,
+        staticDetails:
+          `**Intent** \`${spec.idempotencyKey}\`: ${target} with credential \`${spec.credential}\`.\n\n` +
+          `Deadline ${spec.deadline}; at most ${spec.policy.maxAttempts} attempts; ` +
+          `backoff ${spec.policy.baseDelayMs} ms ×${spec.policy.multiplier} up to ${spec.policy.maxBackoffMs} ms ` +
+          `(±${Math.round(spec.policy.jitter * 100)}%), never earlier than the provider's Retry-After.`,
+      });
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      handle = this.client.workflow.getHandle(workflowId);
+    }
+    const desc = await handle.describe();
+    const existing = typeof desc.memo?.['fingerprint'] === 'string' ? desc.memo['fingerprint'] : undefined;
+    if (existing !== spec.fingerprint) throw new IdempotencyConflict(spec.idempotencyKey, existing, spec.fingerprint);
+    // The memo is written only by the start that created the workflow: our nonce there means we started it.
+    return { key: spec.idempotencyKey, workflowId, attached: desc.memo?.['submission'] !== submission };
+  }
+
+  private handle(key: string): WorkflowHandle<typeof intentWorkflow> {
+    return this.client.workflow.getHandle<typeof intentWorkflow>(workflowIdOf(key));
+  }
+
+  /** The intent's status: live from the workflow while it runs, from its outcome once it ended. */
+  async status(key: string): Promise<IntentStatus> {
+    const handle = this.handle(key);
+    try {
+      const desc = await handle.describe();
+      if (desc.status.name === 'RUNNING') return await handle.query(statusQuery);
+      return await this.result(key);
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw new IntentNotFound(key);
+      throw err;
+    }
+  }
+
+  /** Waits for the final outcome: succeeded, failed, expired or cancelled. */
+  async result(key: string): Promise<IntentOutcome> {
+    try {
+      return await this.handle(key).result();
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw new IntentNotFound(key);
+      if (err instanceof WorkflowFailedError) {
+        const cause = err.cause;
+        if (
+          cause instanceof ApplicationFailure &&
+          Object.values(IntentFailureType).includes(cause.type as IntentFailureType) &&
+          cause.details?.[0]
+        )
+          return cause.details[0] as IntentOutcome;
+        if (cause && 'name' in cause && cause.name === 'CancelledFailure') {
+          // Cancelled through Temporal: the last status is what the workflow recorded before ending.
+          return { ...(await this.lastKnown(key)), phase: 'cancelled' };
+        }
+      }
+      throw err;
+    }
+  }
+
+  private async lastKnown(key: string): Promise<IntentStatus> {
+    try {
+      return await this.handle(key).query(statusQuery);
+    } catch {
+      const desc = await this.handle(key).describe();
+      return {
+        idempotencyKey: key,
+        credential: typeof desc.memo?.['credential'] === 'string' ? desc.memo['credential'] : '',
+        phase: 'cancelled',
+        attempts: Number(desc.typedSearchAttributes.get(retryAttemptKey) ?? 0),
+        maxAttempts: 0,
+        inspections: 0,
+        deadline: '',
+        attemptLog: [],
+        attemptLogDropped: 0,
+      };
+    }
+  }
+
+  /** Stops further dispatch and records the reason. An in-flight or unknown operation becomes a reservation. */
+  async cancel(key: string, reason: string): Promise<void> {
+    try {
+      await this.handle(key).signal(cancelSignal, { reason });
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw new IntentNotFound(key);
+      throw err;
+    }
+  }
+
+  /** Ends the current wait early; the next attempt still waits for the server-permitted time. */
+  async retryNow(key: string): Promise<void> {
+    try {
+      await this.handle(key).signal(retryNowSignal);
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw new IntentNotFound(key);
+      throw err;
+    }
+  }
+
+  /** Lists intents, newest first, filtered by phase and credential through the search attributes. */
+  async list(filter: { phase?: string; credential?: string; limit?: number } = {}): Promise<IntentListEntry[]> {
+    const clauses = [`WorkflowType = "intentWorkflow"`, `TaskQueue = "${this.queues.workflows}"`];
+    const quote = (v: string) => `"${v.replace(/["\\]/g, '')}"`;
+    if (filter.phase) clauses.push(`RetryPhase = ${quote(filter.phase)}`);
+    if (filter.credential) clauses.push(`Credential = ${quote(filter.credential)}`);
+    const out: IntentListEntry[] = [];
+    const limit = filter.limit ?? 100;
+    for await (const wf of this.client.workflow.list({ query: clauses.join(' AND ') })) {
+      const phase = wf.typedSearchAttributes.get(retryPhaseKey);
+      out.push({
+        key: wf.workflowId.replace(/^intent:/, ''),
+        workflowId: wf.workflowId,
+        phase,
+        attempts: wf.typedSearchAttributes.get(retryAttemptKey),
+        credential: wf.typedSearchAttributes.get(credentialKey),
+        startTime: wf.startTime,
+        closeTime: wf.closeTime,
+        temporalStatus: wf.status.name,
+      });
+      if (out.length >= limit) break;
+    }
+    return out;
+  }
+}
+
+/** True for the phases in which an intent has ended. */
+export function isFinal(phase: string): boolean {
+  return finalPhases.has(phase as Phase);
+}

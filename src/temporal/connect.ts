@@ -1,0 +1,64 @@
+/**
+ * Opens connections to the Temporal server the config points at (the SDK's environment configuration), for the
+ * client side and for workers.
+ *
+ * @example
+ * ```ts
+ * import { loadConfig } from '../config.js';
+ * import { connectClient } from './connect.js';
+ * const { client, close } = await connectClient(loadConfig().temporal);
+ * ```
+ */
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import type { TemporalConfig } from '../config.js';
+
+/** Could not reach Temporal; the message says where and how to fix it (never the API key). */
+export class TemporalUnreachable extends Error {
+  override readonly name = 'TemporalUnreachable';
+}
+
+function unreachable(config: Pick<TemporalConfig, 'address' | 'external'>, err: unknown): TemporalUnreachable {
+  const hint = config.external
+    ? 'Check TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and the TLS / API key settings.'
+    : 'Is `retryq dev` running? Start it with `npm run dev`, or set TEMPORAL_ADDRESS to your cluster.';
+  return new TemporalUnreachable(
+    `Cannot reach Temporal at ${config.address}: ${(err as Error).message?.split('\n')[0] ?? String(err)}. ${hint}`,
+  );
+}
+
+function clientOptions(config: TemporalConfig) {
+  const o = config.connect.connectionOptions;
+  return {
+    address: config.address,
+    ...(o.tls !== undefined ? { tls: o.tls } : {}),
+    ...(o.apiKey !== undefined && typeof o.apiKey === 'string' ? { apiKey: o.apiKey } : {}),
+    ...(o.metadata !== undefined ? { metadata: o.metadata } : {}),
+  };
+}
+
+/** A Temporal client for the configured namespace. */
+export async function connectClient(
+  config: TemporalConfig,
+): Promise<{ client: Client; connection: Connection; close: () => Promise<void> }> {
+  let connection: Connection;
+  try {
+    connection = await Connection.connect({ ...clientOptions(config), connectTimeout: 5000 });
+  } catch (err) {
+    throw unreachable(config, err);
+  }
+  return {
+    client: new Client({ connection, namespace: config.namespace }),
+    connection,
+    close: () => connection.close(),
+  };
+}
+
+/** A worker connection to the configured server. */
+export async function connectWorker(config: TemporalConfig): Promise<NativeConnection> {
+  try {
+    return await NativeConnection.connect({ ...config.connect.connectionOptions, address: config.address });
+  } catch (err) {
+    throw unreachable(config, err);
+  }
+}

@@ -1,0 +1,136 @@
+/**
+ * Builds retryq's workers for the task-queue topology (DESIGN.md "Task queues") from config:
+ * - one worker on `<prefix>.workflows` for the intent workflows;
+ * - per credential, one worker on `<prefix>.actions.<credential>` running the dispatch activity, rate-limited
+ *   across all workers by Temporal's task-queue rate limit (`requestsPerMinute`), with `concurrency` slots;
+ * - per credential, one worker on `<prefix>.inspect.<credential>` running the inspection activity, with its own
+ *   rate limit and slots, so a pile of rejected dispatches can never starve the inspections that resolve them.
+ *
+ * @example
+ * ```ts
+ * import { NativeConnection } from '@temporalio/worker';
+ * import { loadConfig, resolveSecrets } from './config.js';
+ * import { createWorkers } from './worker.js';
+ * const config = loadConfig();
+ * const connection = await NativeConnection.connect(config.temporal.connect.connectionOptions);
+ * const workers = await createWorkers({ config, connection, secrets: resolveSecrets(config.credentials) });
+ * await workers.run(); // until workers.shutdown()
+ * ```
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from '@temporalio/worker';
+import type { NativeConnection, WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Agent } from 'undici';
+import type { Dispatcher } from 'undici';
+import { createActivities } from './activities/index.js';
+import type { CredentialStore } from './activities/index.js';
+import type { CredentialConfig, RetryqConfig } from './config.js';
+import { cachedWorkflowBundle } from './temporal/workflow-bundle.js';
+import { taskQueues } from './task-queues.js';
+
+const srcDir = path.dirname(fileURLToPath(import.meta.url));
+
+/** The intent workflows' bundle (cached on disk, keyed by the sources). */
+export function intentWorkflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  return cachedWorkflowBundle({ workflowsPath: path.join(srcDir, 'workflows', 'index.ts'), inputs: [srcDir] });
+}
+
+/** Builds the headers that authenticate a credential, from secrets resolved at worker start. */
+export function credentialStore(
+  credentials: readonly CredentialConfig[],
+  secrets: ReadonlyMap<string, string>,
+): CredentialStore {
+  const byId = new Map(credentials.map((c) => [c.id, c]));
+  return {
+    authHeaders(id) {
+      const c = byId.get(id);
+      const secret = secrets.get(id);
+      if (!c || secret === undefined) throw new Error(`this worker has no secret for credential "${id}"`);
+      return { [c.authHeader.toLowerCase()]: c.authScheme ? `${c.authScheme} ${secret}` : secret };
+    },
+  };
+}
+
+export interface WorkerSetup {
+  config: Pick<RetryqConfig, 'taskQueuePrefix' | 'credentials' | 'temporal'>;
+  connection: NativeConnection;
+  /** Credential id → secret (see `resolveSecrets`). */
+  secrets: ReadonlyMap<string, string>;
+  /** HTTP pool for provider calls. @default a keep-alive undici Agent */
+  http?: Dispatcher;
+  /** @default Date.now */
+  clock?: () => number;
+  /** @default the cached bundle of src/workflows */
+  workflowBundle?: WorkflowBundleWithSourceMap;
+  /** Which roles to run. @default all three */
+  roles?: { workflows?: boolean; actions?: boolean; inspect?: boolean };
+}
+
+export interface RetryqWorkers {
+  readonly workers: readonly Worker[];
+  /** Runs every worker until {@link shutdown}; rejects if any worker fails. */
+  run(): Promise<void>;
+  /** Starts a graceful shutdown: stop polling, let in-flight tasks finish (drain). */
+  shutdown(): void;
+}
+
+/** Creates (but does not run) the workers for `config`. */
+export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> {
+  const { config, connection } = setup;
+  const namespace = config.temporal.namespace;
+  const queues = taskQueues(config.taskQueuePrefix);
+  const http = setup.http ?? new Agent({ keepAliveTimeout: 10_000, connections: 64 });
+  const activities = createActivities({
+    http,
+    credentials: credentialStore(config.credentials, setup.secrets),
+    clock: setup.clock ?? Date.now,
+  });
+  const roles = { workflows: true, actions: true, inspect: true, ...setup.roles };
+  const workers: Worker[] = [];
+  if (roles.workflows) {
+    workers.push(
+      await Worker.create({
+        connection,
+        namespace,
+        taskQueue: queues.workflows,
+        workflowBundle: setup.workflowBundle ?? (await intentWorkflowBundle()),
+      }),
+    );
+  }
+  for (const c of config.credentials) {
+    if (roles.actions)
+      workers.push(
+        await Worker.create({
+          connection,
+          namespace,
+          taskQueue: queues.actions(c.id),
+          activities: { dispatch: activities.dispatch },
+          maxConcurrentActivityTaskExecutions: c.concurrency,
+          // Server-side, across every worker polling this queue: the credential's request budget.
+          maxTaskQueueActivitiesPerSecond: c.requestsPerMinute / 60,
+        }),
+      );
+    if (roles.inspect)
+      workers.push(
+        await Worker.create({
+          connection,
+          namespace,
+          taskQueue: queues.inspect(c.id),
+          activities: { inspect: activities.inspect },
+          maxConcurrentActivityTaskExecutions: c.inspectConcurrency,
+          maxTaskQueueActivitiesPerSecond: c.inspectRequestsPerMinute / 60,
+        }),
+      );
+  }
+  return {
+    workers,
+    run: async () => {
+      await Promise.all(workers.map((w) => w.run()));
+      if (!setup.http) await http.close();
+    },
+    shutdown: () => {
+      for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+    },
+  };
+}

@@ -1,0 +1,581 @@
+/**
+ * The intent workflow: one durable workflow per idempotency key that delivers an intent's action to the provider
+ * until it succeeds, fails for good, runs out of attempts, reaches its deadline, or is cancelled.
+ *
+ * Loop: dispatch → classify (policy) → schedule (policy) → durable sleep → … Every decision comes from
+ * `src/policy/`; this file only maps decisions to Temporal calls, in one place ({@link IntentRun.afterDispatch}
+ * and {@link IntentRun.afterInspection}). After an unknown outcome the next provider call is always an
+ * inspection (invariant 5); the sleep never ends before the server-permitted time (invariant 2); the dispatch
+ * activity runs with `maximumAttempts: 1` so Temporal's retries never stack on ours.
+ *
+ * @example
+ * ```ts
+ * import { intentWorkflow, statusQuery } from './workflows/index.js';
+ * const handle = await client.workflow.start(intentWorkflow, { workflowId: 'intent:order-1042', taskQueue: 'retryq.workflows', args: [spec] });
+ * const status = await handle.query(statusQuery);
+ * ```
+ */
+import {
+  ApplicationFailure,
+  CancellationScope,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  defineQuery,
+  defineSignal,
+  isCancellation,
+  log,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { SearchAttributeUpdatePair } from '@temporalio/common/lib/search-attributes.js';
+import type { Activities, DispatchResult, InspectResult } from '../activities/index.js';
+import { IntentFailureType, describeEvidence, evidenceFromFailure } from '../failures.js';
+import { ATTEMPT_LOG_LIMIT, Phase, describeTarget } from '../intent.js';
+import type {
+  AttemptRecord,
+  EvidenceSummary,
+  IntentOutcome,
+  IntentSpec,
+  IntentStatus,
+  Reservation,
+} from '../intent.js';
+import { classify, headerValue, nextAttempt } from '../policy/index.js';
+import type { Decision, Evidence, Schedule } from '../policy/index.js';
+import {
+  credentialKey,
+  lastErrorCodeKey,
+  nextAttemptAtKey,
+  retryAttemptKey,
+  retryPhaseKey,
+} from '../search-attributes.js';
+import { taskQueues } from '../task-queues.js';
+
+/** Stops further dispatch and records why. An in-flight or unknown operation becomes a reservation. */
+export const cancelSignal = defineSignal<[{ reason?: string }]>('cancel');
+/** Ends the current wait early; the next attempt still never starts before the server-permitted time. */
+export const retryNowSignal = defineSignal<[]>('retryNow');
+/** The intent's current status. */
+export const statusQuery = defineQuery<IntentStatus>('status');
+
+/** Workflow input besides the spec: where the activities run, and state carried across continue-as-new. */
+export interface IntentWorkflowOptions {
+  /** @default 'retryq' */
+  taskQueuePrefix?: string;
+  /** @internal state carried across continue-as-new */
+  carried?: CarriedState;
+}
+
+/** What continues across continue-as-new. */
+export interface CarriedState {
+  status: IntentStatus;
+  needsInspection: boolean;
+  inspectionsSinceUnknown: number;
+  /** ms; the server's floor for the next dispatch. */
+  permittedAtMs: number | undefined;
+  /** ms; when the next provider call is due. */
+  dueAtMs: number | undefined;
+}
+
+type Failed = Exclude<Decision, { kind: 'success' }>;
+
+/** One intent's run. State lives here; the workflow function only wires handlers and drives the loop. */
+class IntentRun {
+  readonly status: IntentStatus;
+  needsInspection = false;
+  inspectionsSinceUnknown = 0;
+  permittedAtMs: number | undefined;
+  dueAtMs: number | undefined;
+  retryNowRequests = 0;
+  readonly deadlineMs: number;
+  readonly queues: ReturnType<typeof taskQueues>;
+  readonly target: string;
+
+  constructor(
+    readonly spec: IntentSpec,
+    options: IntentWorkflowOptions,
+  ) {
+    this.deadlineMs = new Date(spec.deadline).getTime();
+    this.queues = taskQueues(options.taskQueuePrefix ?? 'retryq');
+    this.target = describeTarget(spec.action.method, spec.action.url);
+    const carried = options.carried;
+    if (carried) {
+      this.status = carried.status;
+      this.needsInspection = carried.needsInspection;
+      this.inspectionsSinceUnknown = carried.inspectionsSinceUnknown;
+      this.permittedAtMs = carried.permittedAtMs;
+      this.dueAtMs = carried.dueAtMs;
+    } else {
+      this.status = {
+        idempotencyKey: spec.idempotencyKey,
+        credential: spec.credential,
+        phase: Phase.scheduled,
+        attempts: 0,
+        maxAttempts: spec.policy.maxAttempts,
+        inspections: 0,
+        deadline: spec.deadline,
+        attemptLog: [],
+        attemptLogDropped: 0,
+      };
+    }
+  }
+
+  carry(): CarriedState {
+    return {
+      status: this.status,
+      needsInspection: this.needsInspection,
+      inspectionsSinceUnknown: this.inspectionsSinceUnknown,
+      permittedAtMs: this.permittedAtMs,
+      dueAtMs: this.dueAtMs,
+    };
+  }
+
+  // ---- visibility ---------------------------------------------------------------------------------------
+
+  /** Search attributes and the UI's current-details text, at every transition. */
+  publish(): void {
+    const s = this.status;
+    const ev = s.lastEvidence;
+    const errorCode = ev
+      ? (ev.code ?? (ev.status ? `http_${ev.status}` : ev.transport ? `transport_${ev.transport}` : null))
+      : null;
+    const updates: SearchAttributeUpdatePair[] = [
+      { key: retryPhaseKey, value: s.phase },
+      { key: retryAttemptKey, value: s.attempts },
+      { key: credentialKey, value: s.credential },
+      { key: nextAttemptAtKey, value: s.nextAttemptAt ? new Date(s.nextAttemptAt) : null },
+    ];
+    if (errorCode !== null && ev?.decision !== 'success') updates.push({ key: lastErrorCodeKey, value: errorCode });
+    upsertSearchAttributes(updates);
+    setCurrentDetails(this.details());
+  }
+
+  /** A sentence a person understands: what the intent is doing, until when, and why. */
+  details(): string {
+    const s = this.status;
+    const attempt = `attempt ${s.attempts}/${s.maxAttempts}`;
+    const clock = (iso: string | undefined) => (iso ? `${iso.slice(11, 19)} UTC` : '?');
+    const last = this.lastEvidenceText();
+    switch (s.phase) {
+      case Phase.scheduled:
+        return `Scheduled: ${this.target}, first attempt due now.`;
+      case Phase.dispatching:
+        return `Sending ${this.target} (${attempt}).`;
+      case Phase.inspecting:
+        return `Checking with the provider whether attempt ${s.attempts} took effect (inspection ${s.inspections}) before anything else is sent.`;
+      case Phase.waiting: {
+        const ev = s.lastEvidence;
+        const what = this.needsInspection ? 'to inspect the unknown outcome' : 'for provider';
+        const why =
+          ev?.retryAfter !== undefined && this.permittedAtMs !== undefined && s.nextAttemptAt === s.permittedAt
+            ? `Retry-After ${ev.retryAfter.length <= 6 ? `${ev.retryAfter} s` : ev.retryAfter}`
+            : `backoff after ${last}`;
+        return `Waiting ${what} until ${clock(s.nextAttemptAt)} (${why}, ${attempt}).`;
+      }
+      case Phase.succeeded:
+        return `Succeeded after ${s.attempts} attempt${s.attempts === 1 ? '' : 's'}.`;
+      default:
+        return `${s.phase[0]!.toUpperCase()}${s.phase.slice(1)}: ${s.finalReason ?? ''}${
+          s.reservation ? ` Reservation to reconcile: ${s.reservation.reason}.` : ''
+        }`;
+    }
+  }
+
+  lastEvidenceText(): string {
+    const ev = this.status.lastEvidence;
+    if (!ev) return 'no answer yet';
+    if (ev.status !== undefined) return `HTTP ${ev.status}${ev.code ? ` ${ev.code}` : ''}`;
+    return `${ev.transport ?? 'transport'} failure`;
+  }
+
+  record(entry: AttemptRecord): void {
+    const log = this.status.attemptLog;
+    log.push(entry);
+    if (log.length > ATTEMPT_LOG_LIMIT) {
+      log.splice(0, log.length - ATTEMPT_LOG_LIMIT);
+      this.status.attemptLogDropped++;
+    }
+  }
+
+  // ---- the loop -----------------------------------------------------------------------------------------
+
+  async run(): Promise<IntentOutcome> {
+    this.publish();
+    for (;;) {
+      if (this.status.cancelRequested !== undefined)
+        return this.finish(Phase.cancelled, `cancelled: ${this.status.cancelRequested}`);
+      if (this.dueAtMs !== undefined) {
+        await this.waitUntilDue();
+        continue;
+      }
+      if (Date.now() >= this.deadlineMs)
+        return this.finish(Phase.expired, `deadline ${this.spec.deadline} reached before the next provider call`);
+      if (workflowInfo().continueAsNewSuggested) {
+        await condition(allHandlersFinished);
+        await continueAsNew<typeof intentWorkflow>(this.spec, { ...this.optionsForNextRun(), carried: this.carry() });
+      }
+      const outcome = this.needsInspection ? await this.inspectOnce() : await this.dispatchOnce();
+      if (outcome) return outcome;
+    }
+  }
+
+  optionsForNextRun(): IntentWorkflowOptions {
+    const prefix = this.queues.workflows.slice(0, -'.workflows'.length);
+    return { taskQueuePrefix: prefix };
+  }
+
+  /** Durable sleep until the next call is due; a cancel ends it, "retry now" shortens it to the server floor. */
+  async waitUntilDue(): Promise<void> {
+    const dueAt = this.dueAtMs!;
+    const now = Date.now();
+    if (dueAt > this.deadlineMs) {
+      // Never sleep past the deadline (nextAttempt already gives up in that case; this guards carried state).
+      this.dueAtMs = undefined;
+      return;
+    }
+    if (now < dueAt) {
+      const asked = this.retryNowRequests;
+      const woke = await condition(
+        () => this.status.cancelRequested !== undefined || this.retryNowRequests !== asked,
+        dueAt - now,
+        { summary: `wait until ${new Date(dueAt).toISOString()}` },
+      );
+      if (woke && this.status.cancelRequested === undefined) {
+        // Retry now: as soon as the server permits, never before (invariant 2).
+        const earliest = Math.max(Date.now(), this.permittedAtMs ?? 0);
+        if (earliest < dueAt) this.setDue(earliest, 'retry requested by operator');
+        return;
+      }
+      if (woke) return;
+    }
+    this.dueAtMs = undefined;
+  }
+
+  setDue(atMs: number, _why: string): void {
+    this.dueAtMs = atMs;
+    this.status.nextAttemptAt = new Date(atMs).toISOString();
+    this.status.phase = Phase.waiting;
+    this.publish();
+  }
+
+  async dispatchOnce(): Promise<IntentOutcome | undefined> {
+    const s = this.status;
+    if (s.attempts >= this.spec.policy.maxAttempts)
+      return this.finish(
+        Phase.failed,
+        `attempt budget of ${this.spec.policy.maxAttempts} used up; last: ${this.lastEvidenceText()}`,
+      );
+    s.attempts++;
+    s.phase = Phase.dispatching;
+    s.nextAttemptAt = undefined;
+    this.publish();
+    const startedAt = new Date().toISOString();
+    const { dispatch } = proxyActivities<Activities>({
+      taskQueue: this.queues.actions(this.spec.credential),
+      startToCloseTimeout: this.spec.policy.attemptTimeoutMs + 10_000,
+      // Not started by the deadline = never started: no dispatch after the deadline (invariant 7).
+      scheduleToStartTimeout: Math.max(1000, this.deadlineMs - Date.now()),
+      retry: { maximumAttempts: 1 },
+      summary: `attempt ${s.attempts}/${s.maxAttempts}: ${this.target}`,
+    });
+    let result: DispatchResult;
+    try {
+      result = await dispatch({
+        idempotencyKey: this.spec.idempotencyKey,
+        credential: this.spec.credential,
+        action: this.spec.action,
+        attempt: s.attempts,
+        timeoutMs: this.spec.policy.attemptTimeoutMs,
+        codes: this.spec.codes,
+      });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const evidence = evidenceFromFailure(err, this.spec.action.method, 'dispatch');
+      const decision = classify(evidence, { now: new Date(), codes: this.spec.codes });
+      return this.afterDispatch(evidence, decision, startedAt);
+    }
+    const evidence: EvidenceSummary = { status: result.status, sent: 'yes', decision: 'success' };
+    s.lastEvidence = evidence;
+    this.record({ kind: 'dispatch', attempt: s.attempts, startedAt, evidence });
+    s.result = { status: result.status, body: result.body, ...(result.truncated ? { truncated: true } : {}) };
+    s.reservation = undefined;
+    return this.finish(Phase.succeeded, `provider answered HTTP ${result.status}`);
+  }
+
+  /** The one place a dispatch decision becomes Temporal calls. */
+  async afterDispatch(evidence: Evidence, decision: Decision, startedAt: string): Promise<IntentOutcome | undefined> {
+    const s = this.status;
+    const summary = summarize(evidence, decision);
+    s.lastEvidence = summary;
+    const entry: AttemptRecord = { kind: 'dispatch', attempt: s.attempts, startedAt, evidence: summary };
+    this.record(entry);
+    switch (decision.kind) {
+      case 'success':
+        // Only reachable if an activity reported success as a failure; treat it as an answer we cannot read.
+        return this.finish(Phase.failed, 'inconsistent activity result');
+      case 'permanent':
+        return this.finish(
+          Phase.failed,
+          `permanent failure (${decision.reason}${decision.code ? `: ${decision.code}` : ''}): ${describeEvidence(evidence)}`,
+        );
+      case 'unknown_outcome':
+        // Invariant 5: the next provider call is an inspection, never a blind re-dispatch.
+        this.needsInspection = true;
+        this.inspectionsSinceUnknown = 0;
+        s.reservation = reservation(this.spec.idempotencyKey, s.attempts, `attempt ${s.attempts}: ${decision.reason}`);
+        this.publish();
+        return undefined;
+      case 'rate_limited':
+      case 'transient':
+        return this.schedule(decision, s.attempts, entry, 'dispatch');
+    }
+  }
+
+  /** Applies a schedule from the policy: wait, or stop as expired/failed. */
+  async schedule(
+    decision: Failed,
+    attempt: number,
+    entry: AttemptRecord,
+    next: 'dispatch' | 'inspect',
+  ): Promise<IntentOutcome | undefined> {
+    const s = this.status;
+    const policy =
+      next === 'inspect' ? { ...this.spec.policy, maxAttempts: Number.POSITIVE_INFINITY } : this.spec.policy;
+    const plan: Schedule = nextAttempt({
+      decision,
+      attempt,
+      now: new Date(),
+      deadline: new Date(this.deadlineMs),
+      policy,
+      random: Math.random,
+    });
+    const serverFloor =
+      (decision.kind === 'rate_limited' || decision.kind === 'transient') &&
+      (decision.retryAfter.kind === 'delay' || decision.retryAfter.kind === 'date')
+        ? decision.retryAfter.notBefore.getTime()
+        : undefined;
+    if (next === 'dispatch') {
+      this.permittedAtMs = serverFloor;
+      s.permittedAt = serverFloor !== undefined ? new Date(serverFloor).toISOString() : undefined;
+    }
+    switch (plan.kind) {
+      case 'retry_at':
+        entry.nextAt = plan.at.toISOString();
+        entry.floor = plan.floor;
+        this.setDue(plan.at.getTime(), decision.kind);
+        return undefined;
+      case 'give_up':
+        if (plan.reason === 'deadline') {
+          if (plan.permittedAt) s.permittedAt = plan.permittedAt.toISOString();
+          return this.finish(
+            Phase.expired,
+            `the next ${next === 'inspect' ? 'inspection' : 'attempt'} would be at ${plan.permittedAt?.toISOString() ?? '?'}, past the deadline ${this.spec.deadline}; last: ${this.lastEvidenceText()}`,
+          );
+        }
+        if (plan.reason === 'attempts')
+          return this.finish(
+            Phase.failed,
+            `attempt budget of ${this.spec.policy.maxAttempts} used up; last: ${this.lastEvidenceText()}`,
+          );
+        return this.finish(Phase.failed, `gave up: ${this.lastEvidenceText()}`);
+    }
+  }
+
+  async inspectOnce(): Promise<IntentOutcome | undefined> {
+    const s = this.status;
+    const inspection = this.spec.inspection;
+    if (!inspection)
+      // Unreachable for validated intents (writes need an inspection spec); reads never have unknown outcomes.
+      return this.finish(Phase.failed, 'outcome unknown and no inspection is configured');
+    s.inspections++;
+    this.inspectionsSinceUnknown++;
+    s.phase = Phase.inspecting;
+    s.nextAttemptAt = undefined;
+    this.publish();
+    const startedAt = new Date().toISOString();
+    const { inspect } = proxyActivities<Activities>({
+      taskQueue: this.queues.inspect(this.spec.credential),
+      startToCloseTimeout: this.spec.policy.attemptTimeoutMs + 10_000,
+      scheduleToStartTimeout: Math.max(1000, this.deadlineMs - Date.now()),
+      retry: { maximumAttempts: 1 },
+      summary: `inspect attempt ${s.attempts} by idempotency key`,
+    });
+    let found: InspectResult;
+    try {
+      found = await inspect({
+        idempotencyKey: this.spec.idempotencyKey,
+        credential: this.spec.credential,
+        inspection,
+        timeoutMs: this.spec.policy.attemptTimeoutMs,
+        codes: this.spec.codes,
+      });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const evidence = evidenceFromFailure(err, 'GET', 'inspect');
+      const decision = classify(evidence, { now: new Date(), codes: this.spec.codes });
+      const summary = summarize(evidence, decision);
+      s.lastEvidence = summary;
+      const entry: AttemptRecord = { kind: 'inspect', attempt: s.attempts, startedAt, evidence: summary };
+      this.record(entry);
+      if (decision.kind === 'permanent')
+        return this.finish(
+          Phase.failed,
+          `the inspection itself failed for good (${describeEvidence(evidence)}); the outcome of attempt ${s.attempts} stays unknown`,
+        );
+      const asTransient: Failed =
+        decision.kind === 'success' || decision.kind === 'unknown_outcome'
+          ? { kind: 'transient', reason: 'inspection failed', retryAfter: { kind: 'absent' } }
+          : decision;
+      return this.schedule(asTransient, this.inspectionsSinceUnknown, entry, 'inspect');
+    }
+    return this.afterInspection(found, startedAt);
+  }
+
+  /** The one place an inspection result becomes Temporal calls. */
+  async afterInspection(found: InspectResult, startedAt: string): Promise<IntentOutcome | undefined> {
+    const s = this.status;
+    const entry: AttemptRecord = {
+      kind: 'inspect',
+      attempt: s.attempts,
+      startedAt,
+      evidence: { status: 200, sent: 'yes', decision: `operation_${found.kind}` },
+    };
+    switch (found.kind) {
+      case 'succeeded':
+        this.record(entry);
+        s.lastEvidence = entry.evidence;
+        s.result = { status: 200, body: found.result, inspected: true };
+        s.reservation = undefined;
+        this.needsInspection = false;
+        return this.finish(Phase.succeeded, `inspection found attempt ${s.attempts} took effect`);
+      case 'absent':
+        // The unknown attempt did not take effect: safe to re-dispatch with the same key, not before the floor.
+        entry.evidence = { status: 404, sent: 'yes', decision: 'operation_absent' };
+        this.record(entry);
+        s.lastEvidence = entry.evidence;
+        s.reservation = undefined;
+        this.needsInspection = false;
+        if (this.permittedAtMs !== undefined && this.permittedAtMs > Date.now())
+          this.setDue(this.permittedAtMs, 'server floor');
+        return undefined;
+      case 'pending': {
+        this.record(entry);
+        s.lastEvidence = entry.evidence;
+        const decision: Failed = {
+          kind: 'transient',
+          reason: `operation ${found.state}`,
+          retryAfter: { kind: 'absent' },
+        };
+        return this.schedule(decision, this.inspectionsSinceUnknown, entry, 'inspect');
+      }
+      case 'failed': {
+        // The provider recorded the attempt as failed: classify what it recorded, as if it had answered so.
+        const evidence: Evidence = {
+          method: this.spec.action.method,
+          sent: 'yes',
+          ...(found.error.status !== undefined ? { status: found.error.status } : { status: 500 }),
+          ...(found.error.code !== undefined ? { code: found.error.code } : {}),
+        };
+        const decision = classify(evidence, { now: new Date(), codes: this.spec.codes });
+        entry.evidence = { ...summarize(evidence, decision), decision: `operation_failed:${decision.kind}` };
+        this.record(entry);
+        s.lastEvidence = entry.evidence;
+        s.reservation = undefined;
+        this.needsInspection = false;
+        if (decision.kind === 'permanent')
+          return this.finish(
+            Phase.failed,
+            `inspection found attempt ${s.attempts} failed for good: ${describeEvidence(evidence)}`,
+          );
+        // A recorded failure is a definite answer: retry on the backoff like a transient failure.
+        const retry: Failed =
+          decision.kind === 'rate_limited' || decision.kind === 'transient'
+            ? decision
+            : { kind: 'transient', reason: 'operation failed at provider', retryAfter: { kind: 'absent' } };
+        return this.schedule(retry, s.attempts, entry, 'dispatch');
+      }
+    }
+  }
+
+  /** Records the final phase; returns the outcome (success) or throws the intent's failure. */
+  async finish(phase: IntentOutcome['phase'], reason: string): Promise<IntentOutcome> {
+    const s = this.status;
+    s.phase = phase;
+    s.finalReason = reason;
+    s.nextAttemptAt = undefined;
+    this.dueAtMs = undefined;
+    if (phase !== Phase.succeeded && this.needsInspection && !s.reservation)
+      s.reservation = reservation(this.spec.idempotencyKey, s.attempts, 'outcome unknown at the end');
+    this.publish();
+    await condition(allHandlersFinished);
+    const outcome = { ...s, phase } as IntentOutcome;
+    if (phase === Phase.succeeded) return outcome;
+    const type =
+      phase === Phase.expired
+        ? IntentFailureType.IntentExpired
+        : phase === Phase.cancelled
+          ? IntentFailureType.IntentCancelled
+          : IntentFailureType.IntentFailed;
+    throw ApplicationFailure.create({ type, message: `${phase}: ${reason}`, nonRetryable: true, details: [outcome] });
+  }
+}
+
+function reservation(idempotencyKey: string, attempt: number, reason: string): Reservation {
+  return { idempotencyKey, attempt, reason };
+}
+
+function summarize(evidence: Evidence, decision: Decision): EvidenceSummary {
+  const retryAfter = headerValue(evidence.headers, 'retry-after');
+  return {
+    ...(evidence.status !== undefined ? { status: evidence.status } : {}),
+    ...(evidence.code !== undefined ? { code: evidence.code } : {}),
+    ...(evidence.transport !== undefined ? { transport: evidence.transport } : {}),
+    sent: evidence.sent,
+    decision: decision.kind,
+    ...(retryAfter !== undefined ? { retryAfter: retryAfter.slice(0, 64) } : {}),
+  };
+}
+
+/**
+ * Delivers one intent. Returns the outcome when it succeeded; fails with an `ApplicationFailure` of type
+ * `IntentFailed`, `IntentExpired` or `IntentCancelled` (details: the outcome) otherwise.
+ */
+export async function intentWorkflow(spec: IntentSpec, options: IntentWorkflowOptions = {}): Promise<IntentOutcome> {
+  const run = new IntentRun(spec, options);
+  setHandler(statusQuery, () => run.status);
+  setHandler(cancelSignal, ({ reason }) => {
+    if (run.status.cancelRequested === undefined)
+      run.status.cancelRequested = (reason ?? 'no reason given').slice(0, 500);
+  });
+  setHandler(retryNowSignal, () => {
+    run.retryNowRequests++;
+  });
+  try {
+    return await run.run();
+  } catch (err) {
+    if (isCancellation(err)) {
+      // Cancelled through Temporal (UI button, handle.cancel()): record it, then let the cancellation stand.
+      await CancellationScope.nonCancellable(async () => {
+        const s = run.status;
+        const inFlight = s.phase === Phase.dispatching;
+        s.cancelRequested ??= 'cancelled through Temporal';
+        if (inFlight || run.needsInspection)
+          s.reservation ??= reservation(
+            spec.idempotencyKey,
+            s.attempts,
+            inFlight ? 'attempt in flight at cancellation' : 'outcome unknown at cancellation',
+          );
+        s.phase = Phase.cancelled;
+        s.finalReason = `cancelled: ${s.cancelRequested}`;
+        s.nextAttemptAt = undefined;
+        run.publish();
+        return Promise.resolve();
+      });
+      log.info('intent cancelled through Temporal', { idempotencyKey: spec.idempotencyKey });
+    }
+    throw err;
+  }
+}
