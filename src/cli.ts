@@ -21,6 +21,7 @@
  * ```
  */
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
 import { IdempotencyConflict, IntentNotFound, IntentValidationError, RetryqClient } from './client.js';
@@ -33,6 +34,9 @@ import { TemporalUnreachable, connectClient, connectWorker } from './temporal/co
 import { installRuntime } from './temporal/runtime.js';
 import { PortInUse, ServerExited } from './temporal/server-process.js';
 import { createWorkers } from './worker.js';
+import { runDemo } from './demo/run.js';
+import { DEMO_API_KEY, DEMO_CREDENTIAL, defaultDemoSize, demoCredential, demoScenario } from './demo/scenario.js';
+import { startProviderSim } from '../tools/provider-sim/index.js';
 
 export const ExitCode = { ok: 0, failure: 1, usage: 2, notFound: 3, conflict: 4, config: 78 } as const;
 
@@ -82,27 +86,61 @@ function untilSignal(): Promise<NodeJS.Signals> {
   });
 }
 
+const DEV_HELP = `retryq dev — start Temporal (dev server + Web UI, unless TEMPORAL_ADDRESS is set), the retryq workers and,
+unless told otherwise, a simulated provider with a demo batch of intents.
+  --no-demo               no simulator, no demo intents
+  --demo                  run the demo even against an external Temporal
+  --demo-charges N        plain charges in the demo batch (default 18)
+  --demo-rate-limit N     the simulated provider's limit per minute (default 20)`;
+
 async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
-  const { values } = parse(argv, {});
+  const { values } = parse(argv, {
+    'no-demo': { type: 'boolean' },
+    demo: { type: 'boolean' },
+    'demo-charges': { type: 'string' },
+    'demo-rate-limit': { type: 'string' },
+  });
   if (values.help) {
-    io.out('retryq dev — start Temporal (dev server + Web UI, unless TEMPORAL_ADDRESS is set) and the retryq workers.');
+    io.out(DEV_HELP);
     return ExitCode.ok;
   }
-  installRuntime({ level: 'WARN' });
-  const dev = await startDev({ config, log: io.err });
+  const withDemo = values['no-demo'] ? false : (values.demo ?? !config.temporal.external);
+  const size = {
+    ...defaultDemoSize,
+    ...(values['demo-charges'] ? { charges: positiveInt('--demo-charges', values['demo-charges']) } : {}),
+    ...(values['demo-rate-limit']
+      ? { rateLimitPerMinute: positiveInt('--demo-rate-limit', values['demo-rate-limit']) }
+      : {}),
+  };
+  const logFile = path.join(config.dev.dataDir, 'retryq-dev.log');
+  installRuntime({ level: 'INFO', coreLevel: 'WARN', logFile });
+  const sim = withDemo ? await startProviderSim({ scenario: demoScenario(size) }) : undefined;
+  const devConfig = sim ? { ...config, credentials: [...config.credentials, demoCredential()] } : config;
+  const secrets = new Map(resolveSecrets(config.credentials));
+  if (sim) secrets.set(DEMO_CREDENTIAL, DEMO_API_KEY);
+  let dev: Awaited<ReturnType<typeof startDev>>;
+  try {
+    dev = await startDev({ config: devConfig, secrets, log: io.err });
+  } catch (err) {
+    await sim?.close();
+    throw err;
+  }
   const lines = [
     '',
     'retryq is running.',
     dev.uiUrl ? `  Temporal UI:   ${dev.uiUrl}/namespaces/${config.temporal.namespace}/workflows` : undefined,
     `  Temporal:      ${config.temporal.address} (namespace ${config.temporal.namespace})`,
     `  Task queues:   ${config.taskQueuePrefix}.workflows` +
-      (config.credentials.length
-        ? `, ${config.taskQueuePrefix}.{actions,inspect}.{${config.credentials.map((c) => c.id).join(',')}}`
+      (devConfig.credentials.length
+        ? `, ${config.taskQueuePrefix}.{actions,inspect}.{${devConfig.credentials.map((c) => c.id).join(',')}}`
         : ''),
+    sim ? `  Simulated provider: ${sim.url} (metrics: ${sim.url}/_sim/metrics)` : undefined,
+    `  Worker log:    ${logFile}`,
     '  Stop with Ctrl-C (drains the workers, then stops the server).',
     '',
   ];
   io.out(lines.filter((l) => l !== undefined).join('\n'));
+
   let workerError: unknown;
   const failed = dev.running.then(
     () => 'stopped' as const,
@@ -111,12 +149,45 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
       return 'failed' as const;
     },
   );
+  const stopDemo = new AbortController();
+  if (sim) {
+    const rq = new RetryqClient({ client: dev.client, taskQueuePrefix: config.taskQueuePrefix });
+    const runId = new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+    void runDemo({
+      rq,
+      sim,
+      runId,
+      size,
+      out: (t) => process.stdout.write(t),
+      tty: Boolean(process.stdout.isTTY),
+      signal: stopDemo.signal,
+    }).then(
+      () => {
+        if (stopDemo.signal.aborted) return;
+        const ui = dev.uiUrl ? `${dev.uiUrl}/namespaces/${config.temporal.namespace}/workflows` : 'the Temporal UI';
+        io.out(
+          `\nOpen ${ui} to see every intent (filter: WorkflowId STARTS_WITH "intent:demo-${runId}", ` +
+            `or RetryPhase="expired"). retryq keeps running until Ctrl-C.`,
+        );
+      },
+      (err: unknown) => io.err(`Demo stopped: ${err instanceof Error ? err.message : String(err)}`),
+    );
+  }
   const first = await Promise.race([untilSignal().then(() => 'signal' as const), failed]);
+  stopDemo.abort();
   io.err(first === 'signal' ? 'Stopping: draining workers…' : 'The workers stopped; shutting down…');
   await dev.stop();
+  await sim?.close();
   io.err('Stopped.');
   if (workerError !== undefined) throw workerError instanceof Error ? workerError : new Error('worker failed');
   return ExitCode.ok;
+}
+
+function positiveInt(flag: string, value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 1)
+    throw new UsageError(`${flag} must be a positive integer (got ${JSON.stringify(value)})`);
+  return n;
 }
 
 async function cmdWorker(argv: string[], config: RetryqConfig): Promise<number> {

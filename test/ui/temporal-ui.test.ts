@@ -1,0 +1,196 @@
+/**
+ * The Temporal Web UI as the window onto every intent: runs the main job (`retryq dev` with its demo), then
+ * drives real Chromium against the UI the dev server serves. Screenshots go to `test-results/` (or
+ * `RETRYQ_SCREENSHOT_DIR`, e.g. `docs/` to refresh the README's pictures).
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RetryqClient } from '../../src/client.js';
+import { loadConfig } from '../../src/config.js';
+import { DEMO_CREDENTIAL } from '../../src/demo/scenario.js';
+import { connectClient } from '../../src/temporal/connect.js';
+import { freePort } from '../../src/temporal/server-process.js';
+
+const root = new URL('../../', import.meta.url).pathname;
+const shots = path.resolve(root, process.env['RETRYQ_SCREENSHOT_DIR'] ?? 'test-results');
+
+let dataDir: string;
+let dev: ChildProcess;
+let output = '';
+let uiPort: number;
+let browser: Browser;
+let env: NodeJS.ProcessEnv;
+
+function waitFor(text: string, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const timer = setInterval(() => {
+      if (output.includes(text)) {
+        clearInterval(timer);
+        resolve();
+      } else if (Date.now() - started > timeoutMs || dev.exitCode !== null) {
+        clearInterval(timer);
+        reject(new Error(`retryq dev never printed ${JSON.stringify(text)}; output:\n${output}`));
+      }
+    }, 200);
+  });
+}
+
+beforeAll(async () => {
+  expect(existsSync('/usr/bin/chromium'), 'Debian chromium must be installed (npm test installs it)').toBe(true);
+  await mkdir(shots, { recursive: true });
+  dataDir = await mkdtemp(path.join(os.tmpdir(), 'retryq-ui-'));
+  uiPort = await freePort();
+  env = {
+    ...process.env,
+    RETRYQ_DATA_DIR: dataDir,
+    RETRYQ_DEV_PORT: String(await freePort()),
+    RETRYQ_UI_PORT: String(uiPort),
+  };
+  delete env['TEMPORAL_ADDRESS'];
+  dev = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'src/cli.ts', 'dev', '--demo-charges', '3', '--demo-rate-limit', '600'],
+    {
+      cwd: root,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  dev.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  dev.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  await waitFor('retryq keeps running until Ctrl-C', 240_000);
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+      '--disable-sync',
+    ],
+  });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  if (dev && dev.exitCode === null) {
+    const exited = new Promise((r) => dev.once('exit', r));
+    dev.kill('SIGTERM');
+    await exited;
+  }
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+/** The page's text including its frames (the UI renders summary and details markdown in sandboxed iframes). */
+async function allText(page: Page): Promise<string> {
+  const parts = await Promise.all(
+    page.frames().map((f) =>
+      f
+        .locator('body')
+        .innerText()
+        .catch(() => ''),
+    ),
+  );
+  return parts.join('\n');
+}
+
+/** Clicks a tab of the workflow page and returns the page text once `ready` shows. */
+async function openTab(page: Page, name: string, ready: RegExp): Promise<string> {
+  await page.getByText(name, { exact: true }).first().click();
+  let text = '';
+  for (let i = 0; i < 75; i++) {
+    text = await allText(page);
+    if (ready.test(text)) return text;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  await page.screenshot({ path: path.join(shots, `failed-${name.replace(/\W+/g, '-')}.png`) });
+  throw new Error(`${String(ready)} never showed on the ${name} tab; page text:\n${text}`);
+}
+
+describe('the demo of the main job', () => {
+  it('completes with zero duplicate side effects and a summary per intent', () => {
+    const [, intents, succeeded, failed, expired] =
+      /Demo finished in \d+ s: (\d+) intents — (\d+) succeeded, (\d+) failed, (\d+) expired, 0 cancelled\./.exec(
+        output,
+      ) ?? [];
+    // Everything succeeds but the permission error (failed) and the server delay past the deadline (expired).
+    expect([Number(succeeded), Number(failed), Number(expired)]).toEqual([Number(intents) - 2, 1, 1]);
+    expect(output).toMatch(/, 0 duplicate side effects\./);
+    expect(output).toMatch(/-lost-1 +succeeded +1 +1 +found by inspection after a lost answer/);
+    expect(output).toMatch(/-perm-1 +failed +1 +0 +HTTP 403 permission_denied/);
+    expect(output).toMatch(/-far-1 +expired .*past the deadline/);
+  });
+
+  it('renders the terminal summary for the README', async () => {
+    const summary = output.slice(output.indexOf('Demo finished'), output.indexOf('Open http'));
+    const page = await browser.newPage({ viewport: { width: 1100, height: 100 } });
+    const text = `$ npm run dev\n…\n${summary.trimEnd()}`.replace(/[&<>]/g, (c) => `&#${c.charCodeAt(0)};`);
+    await page.setContent(
+      `<body style="margin:0;background:#1e1e1e"><pre style="margin:0;padding:18px;color:#e8e8e8;font:13px/1.35 monospace">${text}</pre></body>`,
+    );
+    await page.screenshot({ path: path.join(shots, 'terminal-summary.png'), fullPage: true });
+    await page.close();
+  });
+});
+
+describe('the Temporal UI served by retryq dev', () => {
+  it('finds a waiting intent by its search attributes and shows why and until when it waits', async () => {
+    // A live intent the provider asks to wait an hour for (the demo scenario's '*-far-*' rule).
+    const simUrl = /Simulated provider: (http:\/\/[0-9.:]+)/.exec(output)?.[1];
+    expect(simUrl).toBeDefined();
+    const key = `ui-far-${randomUUID().slice(0, 8)}`;
+    const { client, close } = await connectClient(loadConfig(env).temporal);
+    const rq = new RetryqClient({ client });
+    await rq.submit({
+      idempotencyKey: key,
+      credential: DEMO_CREDENTIAL,
+      action: { method: 'POST', url: `${simUrl}/v1/charges`, body: { amount: 990, currency: 'eur' } },
+      inspection: { url: `${simUrl}/v1/operations/{idempotencyKey}` },
+      deadline: '3h',
+    });
+    let phase = '';
+    for (let i = 0; i < 100 && phase !== 'waiting'; i++) {
+      phase = (await rq.status(key)).phase;
+      if (phase !== 'waiting') await new Promise((r) => setTimeout(r, 200));
+    }
+    await close();
+    expect(phase).toBe('waiting');
+
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    const query = `RetryPhase="waiting" AND Credential="${DEMO_CREDENTIAL}"`;
+    await page.goto(`http://localhost:${uiPort}/namespaces/default/workflows?query=${encodeURIComponent(query)}`);
+    const row = page.getByText(`intent:${key}`).first();
+    await row.waitFor({ timeout: 30_000 });
+    await page.screenshot({ path: path.join(shots, 'ui-list-waiting.png') });
+    const link = page.getByRole('link', { name: `intent:${key}` }).first();
+    await link.click();
+    await page.getByText('User Metadata', { exact: true }).first().waitFor();
+
+    const metadata = await openTab(page, 'User Metadata', /Waiting for provider until/);
+    expect(metadata).toContain(`key ${key}`);
+    // The UI's markdown renderer typesets "1/10" with a fraction slash (U+2044).
+    expect(metadata).toMatch(
+      /Waiting for provider until \d\d:\d\d:\d\d UTC \(Retry-After 3600 s, attempt 1[/\u2044]10\)/,
+    );
+    await page.screenshot({ path: path.join(shots, 'ui-intent-details.png') });
+
+    const attributes = await openTab(page, 'Search Attributes', /RetryPhase/);
+    expect(attributes).toContain('"RetryPhase": "waiting"');
+    expect(attributes).toContain(`"Credential": "${DEMO_CREDENTIAL}"`);
+    expect(attributes).toContain('"LastErrorCode": "rate_limit_exceeded"');
+    expect(attributes).toMatch(/"NextAttemptAt": "\d{4}-\d\d-\d\dT/);
+    expect(attributes).not.toContain('sk_');
+    await page.close();
+  });
+});
