@@ -141,6 +141,16 @@ export async function forward(request: ForwardRequest, deps: ForwardDeps): Promi
 
     let response: Dispatcher.ResponseData | undefined;
     let failure: AttemptFailure | undefined;
+    // undici's own headers timeout ticks at about 1 s; this timer keeps the attempt (and the caller's
+    // budget) to the millisecond.
+    const attempt = new AbortController();
+    const onGone = (): void => attempt.abort(request.signal?.reason);
+    request.signal?.addEventListener('abort', onGone, { once: true });
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      attempt.abort(new Error(`no response headers within ${timeoutMs} ms`));
+    }, timeoutMs);
     try {
       response = await deps.dispatcher.request({
         origin: request.origin,
@@ -148,13 +158,16 @@ export async function forward(request: ForwardRequest, deps: ForwardDeps): Promi
         method: request.method,
         headers: request.headers,
         body: request.body,
-        signal: request.signal ?? null,
-        headersTimeout: timeoutMs,
+        signal: attempt.signal,
+        headersTimeout: timeoutMs + 1000,
         bodyTimeout: settings.attemptTimeoutMs,
       });
     } catch (err) {
+      request.signal?.removeEventListener('abort', onGone);
       if (request.signal?.aborted === true) throw new CallerGone('the caller went away', { cause: err });
-      failure = transportFailureOf(err);
+      failure = timedOut ? { transport: 'timeout', sent: 'unknown', code: 'ATTEMPT_TIMEOUT' } : transportFailureOf(err);
+    } finally {
+      clearTimeout(timer);
     }
 
     const nowMs = deps.now();
@@ -210,6 +223,7 @@ export async function forward(request: ForwardRequest, deps: ForwardDeps): Promi
       return transportAnswer(request, report, failure as AttemptFailure, timeoutMs);
     }
 
+    request.signal?.removeEventListener('abort', onGone);
     if (response !== undefined) await discard(response.body);
     metrics?.retry(request.label, step.waitMs);
     const retryAtMs = nowMs + step.waitMs;

@@ -270,14 +270,24 @@ const proxySchema = z
     }
   });
 
-function issuesOf(error: z.ZodError): ConfigIssue[] {
+function issuesOf(error: z.ZodError, input: unknown): ConfigIssue[] {
   return error.issues.map((issue) => {
     let message = issue.message;
     if (issue.code === 'unrecognized_keys') message = `unknown option(s) ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
-    else if (issue.code === 'invalid_type' && issue.input === undefined) message = 'is required';
+    else if (issue.code === 'invalid_type' && valueAt(input, issue.path) === undefined) message = 'is required';
     else if (issue.code === 'invalid_union') message = unionMessage(issue) ?? message;
+    else if (issue.code === 'invalid_key') message = `name ${issue.issues.map((i) => i.message).join('; ')}`;
     return { path: issue.path.map(String).join('.'), message };
   });
+}
+
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let value = input;
+  for (const key of path) {
+    if (typeof value !== 'object' || value === null) return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
 }
 
 /** A union issue (Duration, gate) reads best as the message of its most specific branch. */
@@ -316,7 +326,7 @@ function toRetrySettings(v: z.output<typeof retrySchema>): RetrySettings {
  */
 export function resolveRetryOptions(options: unknown): RetrySettings {
   const parsed = retrySchema.safeParse(options ?? {});
-  if (!parsed.success) throw new ProxyConfigError(issuesOf(parsed.error));
+  if (!parsed.success) throw new ProxyConfigError(issuesOf(parsed.error, options ?? {}));
   return toRetrySettings(parsed.data);
 }
 
@@ -331,7 +341,7 @@ export function resolveRetryOptions(options: unknown): RetrySettings {
  */
 export function resolveProxyOptions(options: unknown): ProxySettings {
   const parsed = proxySchema.safeParse(options);
-  if (!parsed.success) throw new ProxyConfigError(issuesOf(parsed.error));
+  if (!parsed.success) throw new ProxyConfigError(issuesOf(parsed.error, options));
   const v = parsed.data;
   const upstreams = new Map<string, Upstream>();
   for (const [name, u] of Object.entries(v.upstreams)) upstreams.set(name, { name, ...u });

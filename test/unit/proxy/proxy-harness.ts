@@ -20,6 +20,9 @@ export class FakeTime {
   readonly signals: (AbortSignal | undefined)[] = [];
   /** When set, `sleep` does not resolve until its signal aborts (a caller hanging up mid-wait). */
   hang = false;
+  /** When set, `sleep` resolves only on {@link FakeTime.release} (time advances then). */
+  hold = false;
+  readonly #held: (() => void)[] = [];
 
   readonly now = (): number => this.t;
 
@@ -32,9 +35,24 @@ export class FakeTime {
         signal?.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
       });
     }
+    if (this.hold) {
+      return new Promise((resolve) =>
+        this.#held.push(() => {
+          this.t += ms;
+          resolve();
+        }),
+      );
+    }
     this.t += ms;
-    return Promise.resolve();
+    // Resolve on a later turn of the event loop, as a real timer would.
+    return new Promise((resolve) => setImmediate(resolve));
   };
+
+  /** Ends every held wait. */
+  release(): void {
+    this.hold = false;
+    for (const resume of this.#held.splice(0)) resume();
+  }
 
   advance(ms: number): void {
     this.t += ms;
