@@ -1,0 +1,213 @@
+/**
+ * The `retryq` commands against a real Temporal dev server, real workers and the simulated provider: JSON output
+ * for scripts, clear errors and exit codes.
+ */
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDevServerEnvironment } from '../../src/testing.js';
+import { createWorkers } from '../../src/worker.js';
+import type { RetryqWorkers } from '../../src/worker.js';
+import { startProviderSim } from '../../tools/provider-sim/index.js';
+import type { ProviderSim } from '../../tools/provider-sim/index.js';
+
+const execFileAsync = promisify(execFile);
+const root = new URL('../../', import.meta.url).pathname;
+const prefix = `cli-${randomUUID().slice(0, 8)}`;
+const credential = 'acme-cli';
+
+let env: TestWorkflowEnvironment;
+let sim: ProviderSim;
+let workers: RetryqWorkers;
+let running: Promise<void>;
+
+beforeAll(async () => {
+  env = await createDevServerEnvironment();
+  sim = await startProviderSim({
+    scenario: {
+      keys: [{ key: 'sk_test_cli', id: credential }],
+      rules: [
+        {
+          match: { idempotencyKey: 'hold-*' },
+          steps: [{ status: 429, code: 'rate_limit_exceeded', retryAfter: '3600' }],
+        },
+      ],
+    },
+  });
+  workers = await createWorkers({
+    config: {
+      taskQueuePrefix: prefix,
+      temporal: { namespace: 'default' } as never,
+      credentials: [
+        {
+          id: credential,
+          secretEnv: 'UNUSED',
+          requestsPerMinute: 600,
+          concurrency: 4,
+          inspectRequestsPerMinute: 120,
+          inspectConcurrency: 2,
+          authHeader: 'authorization',
+          authScheme: 'Bearer',
+        },
+      ],
+    },
+    connection: env.nativeConnection,
+    secrets: new Map([[credential, 'sk_test_cli']]),
+  });
+  running = workers.run();
+});
+
+afterAll(async () => {
+  workers?.shutdown();
+  await running;
+  await sim?.close();
+  await env?.teardown();
+});
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function retryq(args: string[], extraEnv: Record<string, string> = {}): Promise<Run> {
+  try {
+    const { stdout, stderr } = await execFileAsync(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+      cwd: root,
+      env: { ...process.env, TEMPORAL_ADDRESS: env.address, RETRYQ_TASK_QUEUE_PREFIX: prefix, ...extraEnv },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+function submitArgs(key: string, amount = 100): string[] {
+  return [
+    'submit',
+    '--key',
+    key,
+    '--credential',
+    credential,
+    '--method',
+    'POST',
+    '--url',
+    `${sim.url}/v1/charges`,
+    '--body',
+    JSON.stringify({ amount }),
+    '--inspect-url',
+    `${sim.url}/v1/operations/{idempotencyKey}`,
+  ];
+}
+
+describe('retryq submit', () => {
+  it('submits, waits and prints the outcome as JSON with --wait --json', async () => {
+    const key = `ok-${randomUUID()}`;
+    const r = await retryq([...submitArgs(key), '--wait', '--json']);
+    expect(r.code).toBe(0);
+    const outcome = JSON.parse(r.stdout) as { phase: string; attempts: number; idempotencyKey: string };
+    expect(outcome).toMatchObject({ phase: 'succeeded', attempts: 1, idempotencyKey: key });
+    expect(sim.sideEffects(key)).toBe(1);
+  });
+
+  it('attaches on a repeat with the same payload and exits 4 on a different payload', async () => {
+    const key = `hold-${randomUUID()}`;
+    const first = await retryq([...submitArgs(key), '--json']);
+    expect(first.code).toBe(0);
+    expect(JSON.parse(first.stdout)).toMatchObject({ key, attached: false });
+    const again = await retryq([...submitArgs(key), '--json']);
+    expect(JSON.parse(again.stdout)).toMatchObject({ key, attached: true });
+    const conflict = await retryq(submitArgs(key, 999));
+    expect(conflict.code).toBe(4);
+    expect(conflict.stderr).toContain(`Idempotency key "${key}" is already used by an intent with a different payload`);
+  });
+
+  it('rejects an invalid intent with exit 2, naming every bad field, and starts nothing', async () => {
+    const key = `bad-${randomUUID()}`;
+    const r = await retryq([
+      'submit',
+      '--key',
+      key,
+      '--credential',
+      credential,
+      '--method',
+      'POST',
+      '--url',
+      'ftp://example.com/x',
+      '--header',
+      'Authorization: Bearer sk_live_leak',
+    ]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('action.url: must use http or https');
+    expect(r.stderr).toContain('action.headers.Authorization: must not be set');
+    expect(r.stderr).toContain('inspection: is required for POST');
+    expect(r.stderr).not.toContain('sk_live_leak');
+    const status = await retryq(['status', key]);
+    expect(status.code).toBe(3);
+  });
+});
+
+describe('retryq status, list and cancel', () => {
+  it('shows a waiting intent, lists it by phase, and cancels it', async () => {
+    const key = `hold-${randomUUID()}`;
+    expect((await retryq(submitArgs(key))).code).toBe(0);
+
+    let status: { phase: string; permittedAt?: string } = { phase: '' };
+    for (let i = 0; i < 50 && status.phase !== 'waiting'; i++) {
+      const r = await retryq(['status', key, '--json']);
+      expect(r.code).toBe(0);
+      status = JSON.parse(r.stdout) as typeof status;
+    }
+    expect(status.phase).toBe('waiting');
+    expect(status.permittedAt).toMatch(/^\d{4}-/);
+
+    const human = await retryq(['status', key]);
+    expect(human.stdout).toMatch(/phase +waiting/);
+    expect(human.stdout).toMatch(/last +HTTP 429 rate_limit_exceeded → rate_limited \(Retry-After 3600\)/);
+
+    let listed: { key: string; phase: string }[] = [];
+    for (let i = 0; i < 50 && !listed.some((r) => r.key === key); i++) {
+      const r = await retryq(['list', '--phase', 'waiting', '--credential', credential, '--json']);
+      expect(r.code).toBe(0);
+      listed = JSON.parse(r.stdout) as typeof listed;
+    }
+    expect(listed.find((r) => r.key === key)).toMatchObject({ phase: 'waiting' });
+
+    const cancel = await retryq(['cancel', key, '--reason', 'customer withdrew', '--json']);
+    expect(cancel.code).toBe(0);
+    const handle = env.client.workflow.getHandle(`intent:${key}`);
+    const failure = await handle.result().then(
+      () => undefined,
+      (err: unknown) => err as { cause?: { message?: string } },
+    );
+    expect(failure?.cause?.message).toMatch(/^cancelled: .*customer withdrew/);
+    const after = JSON.parse((await retryq(['status', key, '--json'])).stdout) as { phase: string; attempts: number };
+    expect(after).toMatchObject({ phase: 'cancelled', attempts: 1 });
+  });
+
+  it('exits 3 for an unknown key and 2 for a missing argument', async () => {
+    expect((await retryq(['status', `nope-${randomUUID()}`])).code).toBe(3);
+    const missing = await retryq(['cancel']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('cancel needs an idempotency key');
+  });
+});
+
+describe('retryq with bad configuration or no server', () => {
+  it('exits 78 and lists every configuration problem', async () => {
+    const r = await retryq(['list'], { RETRYQ_CREDENTIALS: '[{"id":"Bad Id"}]', RETRYQ_DEV_PORT: 'x' });
+    expect(r.code).toBe(78);
+    expect(r.stderr).toContain('RETRYQ_CREDENTIALS[0].id');
+    expect(r.stderr).toContain('RETRYQ_CREDENTIALS[0].secretEnv');
+    expect(r.stderr).toContain('RETRYQ_DEV_PORT');
+  });
+
+  it('exits 1 with where it tried to connect when Temporal is unreachable', async () => {
+    const r = await retryq(['list'], { TEMPORAL_ADDRESS: '127.0.0.1:9' });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('Cannot reach Temporal at 127.0.0.1:9');
+  });
+});
