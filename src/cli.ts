@@ -10,6 +10,8 @@
  * retryq list [--phase P] [--credential C]
  * retryq cancel <key> [--reason R]
  * retryq retry-now <key>
+ * retryq proxy --upstream NAME=URL  synchronous retrying proxy for idempotent reads
+ * retryq sim [--scenario FILE]      the simulated provider
  * retryq doctor                    which Temporal binaries are used, and their versions
  * ```
  * Every command that reads takes `--json`. Exit codes: 0 ok, 1 failure, 2 usage, 3 not found,
@@ -36,7 +38,8 @@ import { PortInUse, ServerExited } from './temporal/server-process.js';
 import { createWorkers } from './worker.js';
 import { runDemo } from './demo/run.js';
 import { DEMO_API_KEY, DEMO_CREDENTIAL, defaultDemoSize, demoCredential, demoScenario } from './demo/scenario.js';
-import { startProviderSim } from '../tools/provider-sim/index.js';
+import { runProviderSimCli, startProviderSim } from '../tools/provider-sim/index.js';
+import { proxyCommand } from './proxy/command.js';
 
 export const ExitCode = { ok: 0, failure: 1, usage: 2, notFound: 3, conflict: 4, config: 78 } as const;
 
@@ -455,6 +458,8 @@ Commands:
   list         list intents (--phase, --credential)
   cancel KEY   stop further dispatch (--reason)
   retry-now KEY  end the current wait early (never before the server permits)
+  proxy        synchronous retrying proxy for idempotent reads (see \`retryq proxy --help\`)
+  sim          the simulated provider (see \`retryq sim --help\`)
   doctor       show the Temporal binaries in use
 
 Configuration comes from the environment; see the README.`;
@@ -468,6 +473,8 @@ export async function main(argv: string[]): Promise<number> {
       return command ? ExitCode.ok : ExitCode.usage;
     }
     if (command === 'doctor') return await cmdDoctor(rest);
+    if (command === 'proxy') return await proxyCommand(rest, io);
+    if (command === 'sim') return await runProviderSimCli(rest, { stdout: io.out, stderr: io.err });
     const run = COMMANDS[command];
     if (!run) throw new UsageError(`unknown command "${command}"; run \`retryq help\``);
     return await run(rest, loadConfig());
