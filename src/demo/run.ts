@@ -125,8 +125,13 @@ export async function runDemo(opts: DemoOptions): Promise<DemoSummary> {
     }
     if (done === keys.length) break;
     await new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, opts.refreshMs ?? 1000);
-      opts.signal?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+      const wake = () => {
+        clearTimeout(timer);
+        opts.signal?.removeEventListener('abort', wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, opts.refreshMs ?? 1000);
+      opts.signal?.addEventListener('abort', wake, { once: true });
     });
   }
 
