@@ -10,6 +10,7 @@
  * @module
  */
 
+import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
@@ -22,6 +23,42 @@ import type { Outcome } from './rules.js';
 import { nextStep, transportStatus } from './rules.js';
 import type { AttemptFailure } from './transport.js';
 import { transportFailureOf, transportLabel } from './transport.js';
+
+/**
+ * A cancellation that undici accepts as a request `signal` (an emitter of `abort`) and that costs far
+ * less per request than an `AbortController`, whose `EventTarget` machinery showed up as about a fifth
+ * of the proxy's CPU time per request. An `AbortSignal` is made from it only when a wait needs one.
+ *
+ * @example
+ * const cancel = new Cancellation();
+ * res.once('close', () => cancel.abort(new Error('the caller went away')));
+ */
+export class Cancellation extends EventEmitter {
+  /** Whether {@link Cancellation.abort} was called. */
+  aborted = false;
+  /** What {@link Cancellation.abort} was called with. */
+  reason: unknown = undefined;
+
+  /**
+   * Cancels (once; later calls do nothing) and emits `abort`.
+   *
+   * @param reason - why; an `Error` by default
+   */
+  abort(reason: unknown = new Error('cancelled')): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.emit('abort');
+  }
+
+  /** An `AbortSignal` that aborts with this cancellation. */
+  toAbortSignal(): AbortSignal {
+    const controller = new AbortController();
+    if (this.aborted) controller.abort(this.reason);
+    else this.once('abort', () => controller.abort(this.reason));
+    return controller.signal;
+  }
+}
 
 /** Waits `ms` milliseconds; rejects (with the signal's reason) when `signal` aborts first. */
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -61,8 +98,8 @@ export interface ForwardRequest {
   budgetMs: number | undefined;
   /** See {@link gateKey}; `undefined` skips the gate. */
   gateKey: string | undefined;
-  /** Aborts everything: the caller is gone. */
-  signal: AbortSignal | undefined;
+  /** Cancels everything (the attempt in flight, the wait, further retries): the caller is gone. */
+  signal: Cancellation | undefined;
   /** Aborts only a wait between attempts (the proxy is stopping); the request is then answered with 503. */
   stopSignal?: AbortSignal | undefined;
 }
@@ -143,9 +180,9 @@ export async function forward(request: ForwardRequest, deps: ForwardDeps): Promi
     let failure: AttemptFailure | undefined;
     // undici's own headers timeout ticks at about 1 s; this timer keeps the attempt (and the caller's
     // budget) to the millisecond.
-    const attempt = new AbortController();
+    const attempt = new Cancellation();
     const onGone = (): void => attempt.abort(request.signal?.reason);
-    request.signal?.addEventListener('abort', onGone, { once: true });
+    request.signal?.once('abort', onGone);
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
@@ -158,12 +195,12 @@ export async function forward(request: ForwardRequest, deps: ForwardDeps): Promi
         method: request.method,
         headers: request.headers,
         body: request.body,
-        signal: attempt.signal,
+        signal: attempt,
         headersTimeout: timeoutMs + 1000,
         bodyTimeout: settings.attemptTimeoutMs,
       });
     } catch (err) {
-      request.signal?.removeEventListener('abort', onGone);
+      request.signal?.off('abort', onGone);
       if (request.signal?.aborted === true) throw new CallerGone('the caller went away', { cause: err });
       failure = timedOut ? { transport: 'timeout', sent: 'unknown', code: 'ATTEMPT_TIMEOUT' } : transportFailureOf(err);
     } finally {
@@ -223,7 +260,7 @@ export async function forward(request: ForwardRequest, deps: ForwardDeps): Promi
       return transportAnswer(request, report, failure as AttemptFailure, timeoutMs);
     }
 
-    request.signal?.removeEventListener('abort', onGone);
+    request.signal?.off('abort', onGone);
     if (response !== undefined) await discard(response.body);
     metrics?.retry(request.label, step.waitMs);
     const retryAtMs = nowMs + step.waitMs;
@@ -270,7 +307,8 @@ export async function discard(body: Dispatcher.ResponseData['body']): Promise<vo
 }
 
 function waitSignal(request: ForwardRequest): AbortSignal | undefined {
-  const { signal, stopSignal } = request;
+  const { stopSignal } = request;
+  const signal = request.signal?.toAbortSignal();
   if (signal === undefined) return stopSignal;
   if (stopSignal === undefined) return signal;
   return AbortSignal.any([signal, stopSignal]);

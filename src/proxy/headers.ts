@@ -35,6 +35,8 @@ export const proxyHeaderPrefix = 'retryq-';
 function connectionTokens(values: readonly string[]): Set<string> | undefined {
   let tokens: Set<string> | undefined;
   for (const value of values) {
+    // The common values name no other field.
+    if (value === 'keep-alive' || value === 'close' || value === 'Keep-Alive' || value === 'Close') continue;
     for (const token of value.split(',')) {
       const t = token.trim().toLowerCase();
       if (t.length > 0) (tokens ??= new Set()).add(t);

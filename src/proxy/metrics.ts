@@ -22,15 +22,24 @@ import type { Outcome } from './rules.js';
 /** Bucket bounds of the `retryq_proxy_attempts` histogram (attempts per caller request). */
 export const attemptBuckets: readonly number[] = [1, 2, 3, 4, 5, 6, 8, 11];
 
-interface AttemptHistogram {
-  buckets: number[];
-  sum: number;
-  count: number;
+/** The counters of one upstream; label strings are built once, at render time. */
+interface UpstreamCounters {
+  /** `upstream="…"`, escaped. */
+  label: string;
+  requests: Map<Outcome, number>;
+  upstreamRequests: Map<string, number>;
+  retries: number;
+  waitSeconds: number;
+  gated: number;
+  gateClosures: number;
+  attemptBuckets: number[];
+  attemptSum: number;
+  attemptCount: number;
 }
 
 /**
  * Counters and the attempts histogram of one proxy (or one `retryingFetch` client). Cheap to update:
- * a map lookup and an addition per event.
+ * a map lookup and an addition per event; label strings are only built by {@link ProxyMetrics.render}.
  *
  * @example
  * const metrics = new ProxyMetrics();
@@ -39,13 +48,27 @@ interface AttemptHistogram {
  * metrics.render(); // '# HELP retryq_proxy_requests_total …'
  */
 export class ProxyMetrics {
-  readonly #requests = new Map<string, number>();
-  readonly #upstreamRequests = new Map<string, number>();
-  readonly #retries = new Map<string, number>();
-  readonly #waitSeconds = new Map<string, number>();
-  readonly #gated = new Map<string, number>();
-  readonly #gateClosures = new Map<string, number>();
-  readonly #attempts = new Map<string, AttemptHistogram>();
+  readonly #upstreams = new Map<string, UpstreamCounters>();
+
+  #of(upstream: string): UpstreamCounters {
+    let c = this.#upstreams.get(upstream);
+    if (c === undefined) {
+      c = {
+        label: `upstream="${escapeLabel(upstream)}"`,
+        requests: new Map(),
+        upstreamRequests: new Map(),
+        retries: 0,
+        waitSeconds: 0,
+        gated: 0,
+        gateClosures: 0,
+        attemptBuckets: attemptBuckets.map(() => 0),
+        attemptSum: 0,
+        attemptCount: 0,
+      };
+      this.#upstreams.set(upstream, c);
+    }
+    return c;
+  }
 
   /**
    * Counts one real upstream request.
@@ -54,7 +77,9 @@ export class ProxyMetrics {
    * @param status - the response status, or why none arrived (`timeout`, `unreachable`, `reset`, `other`)
    */
   upstreamRequest(upstream: string, status: number | string): void {
-    increment(this.#upstreamRequests, labels({ upstream, status: String(status) }));
+    const map = this.#of(upstream).upstreamRequests;
+    const key = typeof status === 'number' ? String(status) : status;
+    map.set(key, (map.get(key) ?? 0) + 1);
   }
 
   /**
@@ -64,9 +89,9 @@ export class ProxyMetrics {
    * @param waitMs - the wait before the retry, in ms
    */
   retry(upstream: string, waitMs: number): void {
-    const key = labels({ upstream });
-    increment(this.#retries, key);
-    increment(this.#waitSeconds, key, waitMs / 1000);
+    const c = this.#of(upstream);
+    c.retries += 1;
+    c.waitSeconds += waitMs / 1000;
   }
 
   /**
@@ -75,7 +100,7 @@ export class ProxyMetrics {
    * @param upstream - the upstream's name
    */
   gateClosed(upstream: string): void {
-    increment(this.#gateClosures, labels({ upstream }));
+    this.#of(upstream).gateClosures += 1;
   }
 
   /**
@@ -86,65 +111,88 @@ export class ProxyMetrics {
    * @param attempts - upstream requests made for it (0 when the gate answered)
    */
   requestAnswered(upstream: string, outcome: Outcome, attempts: number): void {
-    const key = labels({ upstream });
-    increment(this.#requests, labels({ upstream, outcome }));
-    if (outcome === 'gated') increment(this.#gated, key);
+    const c = this.#of(upstream);
+    c.requests.set(outcome, (c.requests.get(outcome) ?? 0) + 1);
+    if (outcome === 'gated') c.gated += 1;
     if (attempts < 1) return;
-    let histogram = this.#attempts.get(key);
-    if (histogram === undefined) {
-      histogram = { buckets: attemptBuckets.map(() => 0), sum: 0, count: 0 };
-      this.#attempts.set(key, histogram);
-    }
     for (let i = 0; i < attemptBuckets.length; i++) {
-      if (attempts <= (attemptBuckets[i] as number)) histogram.buckets[i] = (histogram.buckets[i] as number) + 1;
+      if (attempts <= (attemptBuckets[i] as number)) c.attemptBuckets[i] = (c.attemptBuckets[i] as number) + 1;
     }
-    histogram.sum += attempts;
-    histogram.count += 1;
+    c.attemptSum += attempts;
+    c.attemptCount += 1;
   }
 
   /** The metrics in the Prometheus text format, ending with a newline. */
   render(): string {
+    const all = [...this.#upstreams.values()];
     const out: string[] = [];
-    counter(out, 'retryq_proxy_requests_total', 'Caller requests answered, by outcome.', this.#requests);
-    counter(
-      out,
-      'retryq_proxy_upstream_requests_total',
-      'Real upstream requests, retries included, by response status or transport failure.',
-      this.#upstreamRequests,
+    const family = (name: string, type: string, help: string, lines: (c: UpstreamCounters) => string[]): void => {
+      out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+      for (const c of all) out.push(...lines(c));
+    };
+    family('retryq_proxy_requests_total', 'counter', 'Caller requests answered, by outcome.', (c) =>
+      [...c.requests].map(([outcome, n]) => `retryq_proxy_requests_total{${c.label},outcome="${outcome}"} ${n}`),
     );
-    counter(out, 'retryq_proxy_retries_total', 'Retries: upstream requests after the first.', this.#retries);
-    counter(out, 'retryq_proxy_retry_wait_seconds_total', 'Seconds waited before retries.', this.#waitSeconds);
-    counter(
-      out,
+    family(
+      'retryq_proxy_upstream_requests_total',
+      'counter',
+      'Real upstream requests, retries included, by response status or transport failure.',
+      (c) =>
+        [...c.upstreamRequests].map(
+          ([status, n]) => `retryq_proxy_upstream_requests_total{${c.label},status="${escapeLabel(status)}"} ${n}`,
+        ),
+    );
+    const scalar = (
+      name: string,
+      help: string,
+      value: (c: UpstreamCounters) => number,
+      only: (c: UpstreamCounters) => boolean,
+    ) => family(name, 'counter', help, (c) => (only(c) ? [`${name}{${c.label}} ${value(c)}`] : []));
+    scalar(
+      'retryq_proxy_retries_total',
+      'Retries: upstream requests after the first.',
+      (c) => c.retries,
+      (c) => c.retries > 0,
+    );
+    scalar(
+      'retryq_proxy_retry_wait_seconds_total',
+      'Seconds waited before retries.',
+      (c) => Math.round(c.waitSeconds * 1000) / 1000,
+      (c) => c.retries > 0,
+    );
+    scalar(
       'retryq_proxy_gated_responses_total',
       'Caller requests answered locally with 429 by the gate, without an upstream request.',
-      this.#gated,
+      (c) => c.gated,
+      (c) => c.gated > 0,
     );
-    counter(out, 'retryq_proxy_gate_closures_total', 'Gate closures after a 429 with Retry-After.', this.#gateClosures);
-    out.push('# HELP retryq_proxy_attempts Upstream requests per caller request that reached the upstream.');
-    out.push('# TYPE retryq_proxy_attempts histogram');
-    for (const [key, h] of this.#attempts) {
-      attemptBuckets.forEach((le, i) => out.push(`retryq_proxy_attempts_bucket{${key},le="${le}"} ${h.buckets[i]}`));
-      out.push(`retryq_proxy_attempts_bucket{${key},le="+Inf"} ${h.count}`);
-      out.push(`retryq_proxy_attempts_sum{${key}} ${h.sum}`);
-      out.push(`retryq_proxy_attempts_count{${key}} ${h.count}`);
-    }
+    scalar(
+      'retryq_proxy_gate_closures_total',
+      'Gate closures after a 429 with Retry-After.',
+      (c) => c.gateClosures,
+      (c) => c.gateClosures > 0,
+    );
+    family(
+      'retryq_proxy_attempts',
+      'histogram',
+      'Upstream requests per caller request that reached the upstream.',
+      (c) =>
+        c.attemptCount === 0
+          ? []
+          : [
+              ...attemptBuckets.map(
+                (le, i) => `retryq_proxy_attempts_bucket{${c.label},le="${le}"} ${c.attemptBuckets[i]}`,
+              ),
+              `retryq_proxy_attempts_bucket{${c.label},le="+Inf"} ${c.attemptCount}`,
+              `retryq_proxy_attempts_sum{${c.label}} ${c.attemptSum}`,
+              `retryq_proxy_attempts_count{${c.label}} ${c.attemptCount}`,
+            ],
+    );
     return out.join('\n') + '\n';
   }
 }
 
-function increment(map: Map<string, number>, key: string, by = 1): void {
-  map.set(key, (map.get(key) ?? 0) + by);
-}
-
-function counter(out: string[], name: string, help: string, values: Map<string, number>): void {
-  out.push(`# HELP ${name} ${help}`, `# TYPE ${name} counter`);
-  for (const [key, value] of values) out.push(`${name}{${key}} ${value}`);
-}
-
-/** `a="x",b="y"` with label values escaped as the text format requires. */
-function labels(values: Record<string, string>): string {
-  return Object.entries(values)
-    .map(([k, v]) => `${k}="${v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"')}"`)
-    .join(',');
+/** A label value escaped as the text format requires (backslash, newline, double quote). */
+function escapeLabel(value: string): string {
+  return value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
 }

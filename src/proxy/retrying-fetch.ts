@@ -12,7 +12,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { Agent } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { Forwarded, RetryReport, Sleep } from './forward.js';
-import { CallerGone, discard, forward } from './forward.js';
+import { CallerGone, Cancellation, discard, forward } from './forward.js';
 import { Gate, gateKey } from './gate.js';
 import { forwardedRequestHeaders, forwardedResponseHeaders, isValidReason } from './headers.js';
 import type { ProxyMetrics } from './metrics.js';
@@ -145,7 +145,14 @@ export function createRetryingFetch(options: RetryingFetchOptions = {}): Retryin
       );
     }
     const raw = flatHeaders(init.headers);
-    init.signal?.throwIfAborted();
+    const signal = init.signal;
+    signal?.throwIfAborted();
+    let cancel: Cancellation | undefined;
+    if (signal !== undefined) {
+      const c = new Cancellation();
+      signal.addEventListener('abort', () => c.abort(signal.reason), { once: true });
+      cancel = c;
+    }
     let result: Forwarded;
     try {
       result = await forward(
@@ -159,7 +166,7 @@ export function createRetryingFetch(options: RetryingFetchOptions = {}): Retryin
           maxRetries,
           budgetMs,
           gateKey: gateKey(url.origin, raw),
-          signal: init.signal,
+          signal: cancel,
         },
         deps,
       );

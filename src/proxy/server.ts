@@ -9,12 +9,11 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { pipeline } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Agent } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { Forwarded, LocalErrorBody, RetryReport, Sleep } from './forward.js';
-import { CallerGone, discard, forward } from './forward.js';
+import { CallerGone, Cancellation, discard, forward } from './forward.js';
 import { Gate, gateKey } from './gate.js';
 import { forwardedRequestHeaders, forwardedResponseHeaders, isValidReason } from './headers.js';
 import { ProxyMetrics } from './metrics.js';
@@ -130,11 +129,13 @@ export async function startProxy(options: ProxyOptions, runtime: ProxyRuntime = 
 
   const server: Server = createServer((req, res) => {
     inFlight += 1;
+    const gone = new Cancellation();
     res.once('close', () => {
       inFlight -= 1;
+      if (!res.writableFinished) gone.abort(new Error('the caller went away'));
       if (inFlight === 0) idle?.();
     });
-    handle(req, res).catch((err: unknown) => {
+    handle(req, res, gone).catch((err: unknown) => {
       log?.(`retryq proxy: internal error on ${req.method ?? '?'} ${routeOf(req.url)}: ${messageOf(err)}`);
       if (!res.headersSent) sendLocal(res, 500, { error: { code: 'internal_error', message: 'internal proxy error' } });
       else res.destroy();
@@ -145,7 +146,7 @@ export async function startProxy(options: ProxyOptions, runtime: ProxyRuntime = 
     else socket.destroy();
   });
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function handle(req: IncomingMessage, res: ServerResponse, gone: Cancellation): Promise<void> {
     if (stop.signal.aborted) res.shouldKeepAlive = false;
     const target = req.url ?? '';
     if (target.charCodeAt(0) !== 0x2f) {
@@ -208,10 +209,6 @@ export async function startProxy(options: ProxyOptions, runtime: ProxyRuntime = 
       }
     }
 
-    const gone = new AbortController();
-    res.once('close', () => {
-      if (!res.writableFinished) gone.abort();
-    });
     let result: Forwarded;
     try {
       result = await forward(
@@ -225,7 +222,7 @@ export async function startProxy(options: ProxyOptions, runtime: ProxyRuntime = 
           maxRetries: controls.maxRetries,
           budgetMs: controls.budgetMs,
           gateKey: gate === undefined ? undefined : gateKey(upstream.name, req.rawHeaders),
-          signal: gone.signal,
+          signal: gone,
           stopSignal: stop.signal,
         },
         deps,
@@ -253,9 +250,13 @@ export async function startProxy(options: ProxyOptions, runtime: ProxyRuntime = 
       void discard(upstreamBody);
       return;
     }
-    pipeline(upstreamBody, res, () => {
-      // Errors end both streams; the caller sees a cut-off body, as from the upstream itself.
+    // pipe, not pipeline: pipeline destroys the response when done, which would close the caller's
+    // keep-alive connection after every request.
+    upstreamBody.on('error', () => res.destroy());
+    res.once('close', () => {
+      if (!upstreamBody.readableEnded) upstreamBody.destroy();
     });
+    upstreamBody.pipe(res);
   }
 
   function ownEndpoint(req: IncomingMessage, res: ServerResponse, name: string, exact: boolean): void {
