@@ -148,9 +148,12 @@ export function createRetryingFetch(options: RetryingFetchOptions = {}): Retryin
     const signal = init.signal;
     signal?.throwIfAborted();
     let cancel: Cancellation | undefined;
+    let unlink = (): void => undefined;
     if (signal !== undefined) {
       const c = new Cancellation();
-      signal.addEventListener('abort', () => c.abort(signal.reason), { once: true });
+      const onAbort = (): void => c.abort(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      unlink = () => signal.removeEventListener('abort', onAbort);
       cancel = c;
     }
     let result: Forwarded;
@@ -171,9 +174,14 @@ export function createRetryingFetch(options: RetryingFetchOptions = {}): Retryin
         deps,
       );
     } catch (err) {
-      if (err instanceof CallerGone && init.signal?.aborted === true) throw init.signal.reason;
+      unlink();
+      if (err instanceof CallerGone && signal?.aborted === true) throw signal.reason;
       throw err;
     }
+    // The signal keeps governing the body while it streams; then it is let go (a long-lived signal
+    // shared by many calls must not collect a listener per call).
+    if (result.kind === 'upstream') result.body.once('close', unlink);
+    else unlink();
     return toResponse(result, method);
   };
 

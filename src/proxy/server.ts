@@ -191,6 +191,7 @@ export async function startProxy(options: ProxyOptions, runtime: ProxyRuntime = 
     if (hasBody(req)) {
       if (retriedMethods.has(method) && controls.maxRetries > 0) {
         const buffered = await readReplayable(req, settings.maxReplayBodyBytes);
+        if (buffered === 'aborted') return void res.destroy();
         if (buffered === undefined) {
           res.shouldKeepAlive = false;
           return sendLocal(res, 413, {
@@ -321,16 +322,20 @@ function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
-/** The whole body, or `undefined` when it is longer than `limit` bytes. */
-async function readReplayable(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+/** The whole body; `undefined` when it is longer than `limit` bytes; `'aborted'` when the caller broke it off. */
+async function readReplayable(req: IncomingMessage, limit: number): Promise<Buffer | undefined | 'aborted'> {
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) return undefined;
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) return undefined;
-    chunks.push(chunk);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > limit) return undefined;
+      chunks.push(chunk);
+    }
+  } catch {
+    return 'aborted';
   }
   return Buffer.concat(chunks, size);
 }

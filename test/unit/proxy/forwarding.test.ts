@@ -1,3 +1,5 @@
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { rawExchange, scripted, startTestProxy, startUpstream } from './proxy-harness.js';
 
@@ -162,6 +164,20 @@ describe('bodies', () => {
     const res = await proxy.call('/acme/search', { body: 'x'.repeat(100), headers: { 'retryq-max-retries': '0' } });
     expect(res.status).toBe(200);
     expect(up.received[0]?.body.length).toBe(100);
+  });
+
+  it('drops a read whose caller breaks off the body mid-way, quietly and without an upstream request', async () => {
+    const up = await scripted({ status: 200 });
+    const proxy = await startTestProxy({ upstreams: { acme: up.url } });
+    const socket = connect(proxy.port, '127.0.0.1');
+    await once(socket, 'connect');
+    socket.write('GET /acme/search HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789', () =>
+      socket.destroy(),
+    );
+    await once(socket, 'close');
+    await expect.poll(async () => (await proxy.call('/metrics')).text).toContain('# TYPE');
+    expect(up.received).toHaveLength(0);
+    expect(proxy.logs).toEqual([]);
   });
 
   it('answers HEAD without a body and keeps the upstream Content-Length', async () => {

@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RetryingFetch, RetryingFetchOptions } from '../../../src/proxy/index.js';
 import { ProxyConfigError, ProxyMetrics, createRetryingFetch, retryingFetch } from '../../../src/proxy/index.js';
@@ -91,6 +92,14 @@ describe('retryingFetch', () => {
     ac.abort(new Error('caller gave up'));
     await expect(pending).rejects.toThrow('caller gave up');
     expect(up.received).toHaveLength(1);
+  });
+
+  it('lets go of a long-lived signal once each body is read, so shared signals collect no listeners', async () => {
+    const up = await scripted({ status: 200, body: 'ok' });
+    const { fetch } = client();
+    const shared = new AbortController().signal;
+    for (let i = 0; i < 20; i++) expect(await (await fetch(up.url, { signal: shared })).text()).toBe('ok');
+    await expect.poll(() => getEventListeners(shared, 'abort').length).toBe(0);
   });
 
   it('handles HEAD and 204 without a body', async () => {
