@@ -15,15 +15,25 @@
  *
  * @example
  * ```ts
- * import { startProxy, retryingFetch } from './src/proxy/index.js';
+ * import { createServer } from 'node:http';
+ * import type { AddressInfo } from 'node:net';
+ * import { retryingFetch, startProxy } from './src/proxy/index.js';
  *
- * const proxy = await startProxy({ upstreams: { acme: 'https://api.acme.test/v1' }, port: 0 });
- * const viaProxy = await fetch(`${proxy.url}/acme/users/42`, { headers: { 'Retryq-Deadline-Ms': '5000' } });
- * viaProxy.headers.get('retryq-attempts'); // '1'
+ * // An upstream that fails once with 503, then answers.
+ * let calls = 0;
+ * const upstream = createServer((_req, res) => res.writeHead(++calls === 1 ? 503 : 200).end('hello'));
+ * await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+ * const origin = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+ *
+ * const proxy = await startProxy({ upstreams: { local: origin }, port: 0 });
+ * const res = await fetch(`${proxy.url}/local/greeting`, { headers: { 'Retryq-Deadline-Ms': '5000' } });
+ * console.log(res.status, await res.text(), res.headers.get('retryq-attempts')); // 200 hello 2
  * await proxy.close();
  *
- * const direct = await retryingFetch('https://api.acme.test/v1/users/42', { deadlineMs: 5000 });
- * direct.retryq.attempts; // 1
+ * const direct = await retryingFetch(`${origin}/greeting`);
+ * console.log(direct.status, direct.retryq.attempts); // 200 1
+ * upstream.closeAllConnections();
+ * upstream.close();
  * ```
  *
  * @module
