@@ -38,9 +38,12 @@ export function makeDispatch(deps: ActivityDeps) {
     const { action } = input;
     const target = describeTarget(action.method, action.url);
     const codes = input.codes ? mergeCodeTables(defaultCodeTable, input.codes) : defaultCodeTable;
+    // Header names are case-insensitive: lower-case the intent's own, so that its `Content-Type` or `User-Agent`
+    // replaces retryq's default instead of going out as a second header.
+    const own = Object.entries(action.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value] as const);
     const headers: Record<string, string> = {
       'user-agent': deps.userAgent ?? 'retryq',
-      ...(action.headers ?? {}),
+      ...Object.fromEntries(own),
       'idempotency-key': input.idempotencyKey,
       'retryq-attempt': String(input.attempt),
     };

@@ -276,8 +276,9 @@ class IntentRun {
     const { dispatch } = proxyActivities<Activities>({
       taskQueue: this.queues.actions(this.spec.credential),
       startToCloseTimeout: this.spec.policy.attemptTimeoutMs + 10_000,
-      // Not started by the deadline = never started: no dispatch after the deadline (invariant 7).
-      scheduleToStartTimeout: Math.max(1000, this.deadlineMs - Date.now()),
+      // Not started by the deadline = never started: no dispatch after the deadline (invariant 7). No minimum
+      // beyond 1 ms (a zero timeout means "none"): any floor would let a dispatch start after the deadline.
+      scheduleToStartTimeout: Math.max(1, this.deadlineMs - Date.now()),
       retry: { maximumAttempts: 1 },
       summary: `attempt ${s.attempts}/${s.maxAttempts}: ${this.target}`,
     });

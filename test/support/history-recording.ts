@@ -1,0 +1,162 @@
+/**
+ * Records intent workflow histories for the replay test (test/workflow/intent-replay.test.ts): runs each scenario
+ * below against a time-skipping server, the provider simulator and retryq's real workers, and writes each history
+ * as JSON (`historyToJSON`) to `test/workflow/histories/<name>.json`. No vitest here: `npm run record-histories`
+ * (scripts/record-histories.ts) calls it.
+ *
+ * Re-record only on purpose (a deliberate, versioned workflow change); the checked-in histories are what guards
+ * every other change against non-determinism.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
+import * as prettier from 'prettier';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { RetryqClient, workflowIdOf } from '../../src/client.js';
+import type { IntentInput, IntentStatus } from '../../src/intent.js';
+import { createTimeSkippingEnvironment } from '../../src/testing.js';
+import { createWorkers, intentWorkflowBundle } from '../../src/worker.js';
+import { startProviderSim } from '../../tools/provider-sim/index.js';
+import type { ProviderSim, ScenarioInput } from '../../tools/provider-sim/index.js';
+import { CREDENTIAL, SIM_SECRET, testCredential } from './intent-credential.js';
+
+/** One recorded scenario: the simulator's script, the intent's overrides, and what the operator does meanwhile. */
+export interface HistoryScenario {
+  name: string;
+  /** What the history shows. */
+  description: string;
+  scenario: ScenarioInput;
+  intent?: Partial<IntentInput>;
+  /** Runs after submit; the default waits for the result. */
+  drive?: (ctx: { client: RetryqClient; key: string; waitFor: WaitFor }) => Promise<void>;
+}
+
+type WaitFor = (predicate: (s: IntentStatus) => boolean) => Promise<IntentStatus>;
+
+const firstWrite = (steps: NonNullable<ScenarioInput['rules']>[number]['steps']): ScenarioInput => ({
+  rules: [{ match: { idempotencyKeyPrefix: 'replay-' }, steps, then: 'normal' }],
+});
+
+/** The scenarios whose histories are checked in. */
+export const historyScenarios: HistoryScenario[] = [
+  {
+    name: 'rate-limited-then-succeeded',
+    description: '429 with Retry-After 120 s, a durable wait, then 201',
+    scenario: firstWrite([{ status: 429, retryAfter: 120 }]),
+  },
+  {
+    name: 'unknown-outcome-inspected',
+    description: 'the write committed but the connection reset; the inspection finds it succeeded',
+    scenario: firstWrite([{ commitThen: 'reset' }]),
+  },
+  {
+    name: 'unknown-outcome-absent-redispatched',
+    description: 'the connection reset before executing; the inspection finds nothing; re-dispatch succeeds',
+    scenario: firstWrite([{ reset: true }]),
+  },
+  {
+    name: 'expired',
+    description: '429 with Retry-After 2 h under a 1 h deadline: expired with the permitted time recorded',
+    scenario: firstWrite([{ status: 429, retryAfter: 7200 }]),
+    intent: { deadline: '1h' },
+  },
+  {
+    name: 'cancelled',
+    description: 'cancelled by signal while waiting on a Retry-After',
+    scenario: firstWrite([{ status: 429, retryAfter: 120 }]),
+    drive: async ({ client, key, waitFor }) => {
+      await waitFor((s) => s.phase === 'waiting');
+      await client.cancel(key, 'recorded cancellation');
+    },
+  },
+  {
+    name: 'retry-now',
+    description: '503, a 10-minute backoff ended early by the retryNow signal, then 201',
+    scenario: firstWrite([{ status: 503 }]),
+    intent: { policy: { baseDelay: '10m', maxBackoff: '10m', jitter: 0 } },
+    drive: async ({ client, key, waitFor }) => {
+      await waitFor((s) => s.phase === 'waiting');
+      await client.retryNow(key);
+    },
+  },
+  {
+    name: 'permanent-failure',
+    description: '403 permission_denied: failed after one attempt',
+    scenario: firstWrite([{ status: 403, code: 'permission_denied' }]),
+  },
+];
+
+async function runScenario(env: TestWorkflowEnvironment, sc: HistoryScenario, sim: ProviderSim): Promise<string> {
+  const prefix = `replay-${sc.name}`;
+  const key = `replay-${sc.name}`;
+  const workers = await createWorkers({
+    config: {
+      taskQueuePrefix: prefix,
+      credentials: [testCredential()],
+      temporal: {
+        external: true,
+        address: env.address,
+        namespace: env.namespace ?? 'default',
+        connect: { connectionOptions: { address: env.address } },
+      },
+    },
+    connection: env.nativeConnection,
+    secrets: new Map([[CREDENTIAL, SIM_SECRET]]),
+    workflowBundle: await intentWorkflowBundle(),
+  });
+  const running = workers.run();
+  try {
+    const now = await env.currentTimeMs();
+    const client = new RetryqClient({ client: env.client, taskQueuePrefix: prefix, clock: () => now });
+    await client.submit({
+      idempotencyKey: key,
+      credential: CREDENTIAL,
+      action: { method: 'POST', url: `${sim.url}/v1/charges`, body: { amount: 1200, currency: 'eur', order: key } },
+      inspection: { url: `${sim.url}/v1/operations/{idempotencyKey}` },
+      deadline: '2h',
+      ...sc.intent,
+      policy: { jitter: 0, attemptTimeout: '5s', ...sc.intent?.policy },
+    });
+    const waitFor: WaitFor = async (predicate) => {
+      for (let i = 0; i < 200; i++) {
+        const s = await client.status(key);
+        if (predicate(s)) return s;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error(`${sc.name}: the intent never reached the awaited status`);
+    };
+    await sc.drive?.({ client, key, waitFor });
+    const outcome = await client.result(key);
+    const history = await env.client.workflow.getHandle(workflowIdOf(key)).fetchHistory();
+    console.log(`${sc.name}: ${outcome.phase} after ${outcome.attempts} attempt(s), ${history.events?.length} events`);
+    return historyToJSON(history);
+  } finally {
+    workers.shutdown();
+    await running;
+  }
+}
+
+/** Records every scenario's history into `outDir` (created if needed). */
+export async function recordIntentHistories(outDir: string): Promise<string[]> {
+  const env = await createTimeSkippingEnvironment();
+  const written: string[] = [];
+  try {
+    for (const sc of historyScenarios) {
+      const sim = await startProviderSim({ scenario: sc.scenario });
+      try {
+        const json = await runScenario(env, sc, sim);
+        await mkdir(outDir, { recursive: true });
+        const file = path.join(outDir, `${sc.name}.json`);
+        // Formatted as the project formats JSON, so `prettier --check` stays clean.
+        const options = (await prettier.resolveConfig(file)) ?? {};
+        await writeFile(file, await prettier.format(json, { ...options, parser: 'json' }));
+        written.push(file);
+      } finally {
+        await sim.close();
+      }
+    }
+  } finally {
+    await env.teardown();
+  }
+  return written;
+}

@@ -1,0 +1,247 @@
+/**
+ * The intent workflow against a provider that is down, answers 503, refuses for good, or keeps failing until the
+ * attempt budget or the deadline runs out. Time-skipping; the provider is the simulator on a real port.
+ */
+import { tsToMs } from '@temporalio/common/lib/time.js';
+import { request } from 'undici';
+import { describe, expect, it } from 'vitest';
+import { workflowIdOf } from '../../src/client.js';
+import { IntentFailureType } from '../../src/failures.js';
+import type { IntentOutcome } from '../../src/intent.js';
+import type { ScenarioInput } from '../../tools/provider-sim/index.js';
+import {
+  CREDENTIAL,
+  SIM_SECRET,
+  dispatchTimes,
+  expectStableDispatches,
+  ms,
+  useIntentHarness,
+} from '../support/intent-harness.js';
+import type { IntentTest } from '../support/intent-harness.js';
+
+const h = useIntentHarness();
+
+type Input = ReturnType<IntentTest['intent']>;
+
+describe('when the provider is down and then recovers', () => {
+  it('retries through refused connections and 503s on the backoff or the server floor, then succeeds with one side effect', async () => {
+    const t = await h.setup({
+      rules: [
+        {
+          match: { idempotencyKeyPrefix: 'order-' },
+          steps: [{ status: 503, retryAfter: 60 }, { status: 503 }],
+          then: 'normal',
+        },
+      ],
+    });
+    const input = t.intent({ policy: { baseDelay: '10s', multiplier: 2 } });
+    await t.sim.stopListening();
+    const outcome = await t.run(async () => {
+      await t.submit(input);
+      const down = await t.waitForStatus(input.idempotencyKey, (s) => s.phase === 'waiting', 'waiting after attempt 1');
+      expect(down.lastEvidence).toMatchObject({ transport: 'refused', sent: 'no', decision: 'transient' });
+      await t.env.sleep(10_000);
+      await t.waitForStatus(input.idempotencyKey, (s) => s.attempts === 2 && s.phase === 'waiting', 'attempt 2 done');
+      await t.sim.resumeListening();
+      return t.client.result(input.idempotencyKey);
+    });
+    expect(outcome.phase).toBe('succeeded');
+    expect(outcome.attempts).toBe(5);
+    expect(outcome.attemptLog.map((e) => e.evidence.transport ?? e.evidence.status)).toEqual([
+      'refused',
+      'refused',
+      503,
+      503,
+      201,
+    ]);
+    // Backoff 10 s, 20 s, then the first 503's Retry-After (60 s beats the 40 s backoff), then 80 s (no jitter).
+    const times = dispatchTimes(t, input.idempotencyKey);
+    const expected = [
+      [10_000, 'backoff'],
+      [20_000, 'backoff'],
+      [60_000, 'server'],
+      [80_000, 'backoff'],
+    ] as const;
+    expected.forEach(([delay, floor], i) => {
+      expect(times[i + 1]! - times[i]!).toBeGreaterThanOrEqual(delay);
+      const entry = outcome.attemptLog[i]!;
+      expect(entry.floor).toBe(floor);
+      expect(ms(entry.nextAt) - ms(entry.startedAt)).toBeGreaterThanOrEqual(delay);
+      expect(ms(entry.nextAt) - ms(entry.startedAt)).toBeLessThan(delay + 5_000);
+    });
+    expectStableDispatches(t, input, 5);
+    // Refused connections never reached the provider; the three that did executed once.
+    expect(t.sim.metrics().totals.writes).toBe(3);
+    expect(t.sim.sideEffects(input.idempotencyKey)).toBe(1);
+  });
+});
+
+/** A scenario and what the intent's single attempt meets. */
+interface PermanentCase {
+  name: string;
+  scenario: (t: { keyPrefix: string }) => ScenarioInput;
+  /** Runs before the intent is submitted (e.g. another client saves the key first). */
+  prepare?: (t: IntentTest, input: Input) => Promise<void>;
+  status: number;
+  code: string;
+}
+
+const permanentCases: PermanentCase[] = [
+  {
+    name: 'permission denied (403)',
+    scenario: () => ({ keys: [{ key: SIM_SECRET, id: CREDENTIAL, permission: 'denied' }] }),
+    status: 403,
+    code: 'permission_denied',
+  },
+  {
+    name: 'schema invalid (400 invalid_request_error)',
+    scenario: () => ({
+      rules: [{ match: { idempotencyKeyPrefix: 'order-' }, steps: [{ status: 400, code: 'invalid_request_error' }] }],
+    }),
+    status: 400,
+    code: 'invalid_request_error',
+  },
+  {
+    name: 'payload conflict (422 idempotency_key_reused)',
+    scenario: () => ({}),
+    // Someone already used this idempotency key at the provider for another body.
+    prepare: async (t, input) => {
+      const res = await request(input.action.url, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${SIM_SECRET}`,
+          'idempotency-key': input.idempotencyKey,
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({ amount: 1, currency: 'usd' }),
+      });
+      await res.body.dump();
+      expect(res.statusCode).toBe(201);
+    },
+    status: 422,
+    code: 'idempotency_key_reused',
+  },
+  {
+    name: 'spending limit reached (402)',
+    scenario: () => ({ keys: [{ key: SIM_SECRET, id: CREDENTIAL, spendLimit: 0 }] }),
+    status: 402,
+    code: 'spending_limit_exceeded',
+  },
+];
+
+describe('when the provider refuses for good (invariant 6)', () => {
+  it.each(permanentCases)('fails after one attempt on $name and never dispatches again', async (c) => {
+    const t = await h.setup(c.scenario({ keyPrefix: 'order-' }));
+    const input = t.intent();
+    await c.prepare?.(t, input);
+    const requestsBefore = t.sim.metrics().totals.requests;
+    const failure = await t.run(async () => {
+      await t.submit(input);
+      const f = await t.failureOf(input.idempotencyKey);
+      // An hour later, still nothing more was sent.
+      await t.env.sleep(3_600_000);
+      return f;
+    });
+    expect(failure.type).toBe(IntentFailureType.IntentFailed);
+    expect(failure.nonRetryable).toBe(true);
+    const outcome = failure.details?.[0] as IntentOutcome;
+    expect(outcome).toMatchObject({
+      phase: 'failed',
+      attempts: 1,
+      lastEvidence: { status: c.status, code: c.code, sent: 'yes', decision: 'permanent' },
+    });
+    expect(outcome.finalReason).toMatch(/^permanent failure/);
+    expect(outcome.nextAttemptAt).toBeUndefined();
+    expect(await t.client.result(input.idempotencyKey)).toEqual(outcome);
+    expectStableDispatches(t, input, 1);
+    expect(t.sim.metrics().totals.requests - requestsBefore).toBe(1);
+    expect(t.sim.metrics().totals.inspections).toBe(0);
+  });
+});
+
+const always503: ScenarioInput = { rules: [{ match: { idempotencyKeyPrefix: 'order-' }, steps: [{ status: 503 }] }] };
+
+describe('when the provider keeps failing (invariant 7)', () => {
+  it('stops as failed after exactly maxAttempts dispatches', async () => {
+    const t = await h.setup(always503);
+    const input = t.intent({ policy: { maxAttempts: 3, baseDelay: '1s' } });
+    const failure = await t.run(async () => {
+      await t.submit(input);
+      return t.failureOf(input.idempotencyKey);
+    });
+    expect(failure.type).toBe(IntentFailureType.IntentFailed);
+    const outcome = failure.details?.[0] as IntentOutcome;
+    expect(outcome).toMatchObject({ phase: 'failed', attempts: 3, maxAttempts: 3 });
+    expect(outcome.finalReason).toContain('attempt budget of 3 used up');
+    expectStableDispatches(t, input, 3);
+  });
+
+  it('stops as expired instead of dispatching after the deadline', async () => {
+    const t = await h.setup(always503);
+    // Backoff 10 min then 20 min: the third attempt would start at ~30 min, past the 25-minute deadline.
+    const input = t.intent({ deadline: '25m', policy: { baseDelay: '10m', maxBackoff: '1h', multiplier: 2 } });
+    const failure = await t.run(async () => {
+      await t.submit(input);
+      return t.failureOf(input.idempotencyKey);
+    });
+    expect(failure.type).toBe(IntentFailureType.IntentExpired);
+    const outcome = failure.details?.[0] as IntentOutcome;
+    expect(outcome).toMatchObject({ phase: 'expired', attempts: 2, lastEvidence: { status: 503 } });
+    expect(ms(outcome.permittedAt)).toBeGreaterThan(ms(outcome.deadline));
+    const times = expectStableDispatches(t, input, 2).map((r) => r.activity!.scheduledAtMs);
+    for (const at of times) expect(at).toBeLessThanOrEqual(ms(outcome.deadline));
+  });
+
+  it('lets no dispatch task start after the deadline, even when the attempt is scheduled just before it', async () => {
+    // 429 Retry-After 60 s under a 61-second deadline: attempt 2 is scheduled under a second before the deadline.
+    const t = await h.setup({
+      rules: [{ match: { idempotencyKeyPrefix: 'order-' }, steps: [{ status: 429, retryAfter: 60 }], then: 'normal' }],
+    });
+    const input = t.intent({ deadline: '61s' });
+    const { outcome, history } = await t.run(async () => {
+      await t.submit(input);
+      const result = await t.client.result(input.idempotencyKey);
+      return {
+        outcome: result,
+        history: await t.env.client.workflow.getHandle(workflowIdOf(input.idempotencyKey)).fetchHistory(),
+      };
+    });
+    expect(outcome).toMatchObject({ phase: 'succeeded', attempts: 2 });
+    const events = history.events ?? [];
+    const scheduled = events.filter((e) => e.activityTaskScheduledEventAttributes);
+    expect(scheduled).toHaveLength(2);
+    for (const event of scheduled) {
+      // Temporal drops a task not started within its schedule-to-start timeout, which the workflow sets at its own
+      // "now" (the start of the workflow task that scheduled it): from there, the timeout must end by the deadline.
+      const attrs = event.activityTaskScheduledEventAttributes!;
+      const started = events.slice(0, events.indexOf(event)).findLast((e) => e.workflowTaskStartedEventAttributes);
+      const latestStart = tsToMs(started?.eventTime) + tsToMs(attrs.scheduleToStartTimeout);
+      expect(latestStart).toBeLessThanOrEqual(ms(outcome.deadline));
+    }
+  });
+
+  it('never sends a dispatch that no worker picked up before the deadline', async () => {
+    const t = await h.setup({});
+    // The test server does not skip time while an activity task is outstanding, so this deadline is real time.
+    const input = t.intent({ deadline: '2s' });
+    // Only the workflow worker runs: the dispatch task waits in its queue until the deadline passes.
+    const failure = await t.run(
+      async () => {
+        await t.submit(input);
+        return t.failureOf(input.idempotencyKey);
+      },
+      { roles: { workflows: true, actions: false, inspect: false } },
+    );
+    expect(failure.type).toBe(IntentFailureType.IntentExpired);
+    const outcome = failure.details?.[0] as IntentOutcome;
+    expect(outcome).toMatchObject({
+      phase: 'expired',
+      attempts: 1,
+      lastEvidence: { transport: 'timeout', sent: 'no' },
+    });
+    // Action workers that start now find nothing to send.
+    await t.run(() => t.env.sleep(60_000));
+    expect(t.dispatches(input.idempotencyKey)).toHaveLength(0);
+    expect(t.sim.metrics().totals.writes).toBe(0);
+  });
+});
