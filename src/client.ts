@@ -68,9 +68,30 @@ export class IdempotencyConflict extends Error {
 
 /** No intent with this idempotency key exists. */
 export class IntentNotFound extends Error {
-  override readonly name = 'IntentNotFound';
-  constructor(readonly idempotencyKey: string) {
-    super(`No intent with idempotency key "${idempotencyKey}".`);
+  override readonly name: string = 'IntentNotFound';
+  constructor(
+    readonly idempotencyKey: string,
+    message = `No intent with idempotency key "${idempotencyKey}".`,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The intent has already ended (succeeded, failed, expired or cancelled), so there is nothing to cancel or retry.
+ * A kind of {@link IntentNotFound} (no *running* intent has the key), so code that handles "not found" keeps working.
+ */
+export class IntentAlreadyEnded extends IntentNotFound {
+  override readonly name = 'IntentAlreadyEnded';
+  constructor(
+    idempotencyKey: string,
+    /** The final phase, when the intent recorded one (`RetryPhase`). */
+    readonly phase: string | undefined,
+  ) {
+    super(
+      idempotencyKey,
+      `Intent "${idempotencyKey}" has already ended${phase ? ` (${phase})` : ''}; there is nothing to cancel or retry.`,
+    );
   }
 }
 
@@ -325,7 +346,7 @@ export class RetryqClient {
     try {
       await this.handle(key).signal(cancelSignal, { reason });
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw new IntentNotFound(key);
+      if (err instanceof WorkflowNotFoundError) throw await this.notRunning(key);
       throw err;
     }
   }
@@ -335,7 +356,18 @@ export class RetryqClient {
     try {
       await this.handle(key).signal(retryNowSignal);
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw new IntentNotFound(key);
+      if (err instanceof WorkflowNotFoundError) throw await this.notRunning(key);
+      throw err;
+    }
+  }
+
+  /** Why a signal found no running workflow: the intent ended, or never existed. */
+  private async notRunning(key: string): Promise<IntentNotFound> {
+    try {
+      const desc = await this.handle(key).describe();
+      return new IntentAlreadyEnded(key, desc.typedSearchAttributes.get(retryPhaseKey));
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return new IntentNotFound(key);
       throw err;
     }
   }

@@ -11,7 +11,7 @@ import { describeTarget } from '../intent.js';
 import type { Action, JsonValue } from '../intent.js';
 import { classify, defaultCodeTable, mergeCodeTables } from '../policy/index.js';
 import type { CodeTable, Evidence } from '../policy/index.js';
-import { callProvider } from './provider-call.js';
+import { callProvider, secretsOf } from './provider-call.js';
 import type { ActivityDeps } from './deps.js';
 
 export interface DispatchInput {
@@ -77,6 +77,7 @@ export function makeDispatch(deps: ActivityDeps) {
       purpose: 'dispatch',
       clock: deps.clock,
       signal: Context.current().cancellationSignal,
+      redact: secretsOf(auth),
     });
     const decision = classify(outcome.evidence, { codes, now: new Date(deps.clock()) });
     if (decision.kind === 'success' && outcome.kind === 'response') {

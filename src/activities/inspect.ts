@@ -10,7 +10,7 @@ import { describeTarget } from '../intent.js';
 import type { InspectionSpec, JsonValue } from '../intent.js';
 import { classifyInspection, defaultCodeTable, mergeCodeTables } from '../policy/index.js';
 import type { CodeTable, Evidence } from '../policy/index.js';
-import { callProvider } from './provider-call.js';
+import { callProvider, secretsOf } from './provider-call.js';
 import type { ActivityDeps } from './deps.js';
 
 export interface InspectInput {
@@ -77,6 +77,7 @@ export function makeInspect(deps: ActivityDeps) {
       purpose: 'inspect',
       clock: deps.clock,
       signal: Context.current().cancellationSignal,
+      redact: secretsOf(auth),
     });
     const found = classifyInspection(outcome.evidence, { codes, now: new Date(deps.clock()) });
     if (found.kind === 'operation_absent') return { kind: 'absent' };

@@ -31,6 +31,12 @@ export interface ProviderCall {
   clock: () => number;
   /** Aborts the call (activity cancellation). */
   signal?: AbortSignal | undefined;
+  /**
+   * Secrets sent with the call ({@link secretsOf} the credential's headers). A provider may quote them back ("Incorrect
+   * API key provided: sk_…", or an echo of the request); they are cut from the body and messages before anything
+   * leaves this function, so they never reach failure details, results or workflow history (invariant 9).
+   */
+  redact?: readonly string[] | undefined;
 }
 
 export type ProviderOutcome =
@@ -145,6 +151,35 @@ async function readBounded(
   return { text: Buffer.concat(chunks).toString('utf8'), truncated: false };
 }
 
+/** What a redacted secret is replaced with. */
+export const REDACTED = '[redacted]';
+
+/** The secret parts of authentication headers: each value, and the token after a scheme (`Bearer <token>`). */
+export function secretsOf(authHeaders: Readonly<Record<string, string>>): string[] {
+  const secrets = new Set<string>();
+  for (const value of Object.values(authHeaders)) {
+    secrets.add(value);
+    const tokens = value.trim().split(/\s+/);
+    if (tokens.length > 1) for (const token of tokens.slice(1)) secrets.add(token);
+  }
+  // Longest first, so a full header value is replaced before its token; very short values are not secrets.
+  return [...secrets].filter((s) => s.length >= 4).sort((a, b) => b.length - a.length);
+}
+
+/** `value` with every occurrence of each secret replaced by {@link REDACTED}, in strings (and keys) at any depth. */
+export function redactSecrets<T>(value: T, secrets: readonly string[] | undefined): T {
+  if (!secrets || secrets.length === 0) return value;
+  const inString = (text: string) => secrets.reduce((t, secret) => t.split(secret).join(REDACTED), text);
+  const walk = (v: unknown): unknown => {
+    if (typeof v === 'string') return inString(v);
+    if (Array.isArray(v)) return v.map(walk);
+    if (v !== null && typeof v === 'object')
+      return Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [inString(k), walk(x)]));
+    return v;
+  };
+  return walk(value) as T;
+}
+
 /** Performs the call and reports what happened as evidence; never throws for network or HTTP failures. */
 export async function callProvider(call: ProviderCall): Promise<ProviderOutcome> {
   const timeout = AbortSignal.timeout(call.timeoutMs);
@@ -166,7 +201,7 @@ export async function callProvider(call: ProviderCall): Promise<ProviderOutcome>
     return {
       kind: 'no_response',
       evidence: { ...base, transport, sent, receivedAtMs: call.clock() },
-      message: err instanceof Error ? err.message : String(err),
+      message: redactSecrets(err instanceof Error ? err.message : String(err), call.redact),
     };
   }
   let text: string;
@@ -194,6 +229,7 @@ export async function callProvider(call: ProviderCall): Promise<ProviderOutcome>
       body = text;
     }
   }
+  body = redactSecrets(body, call.redact);
   const ok = res.statusCode >= 200 && res.statusCode <= 299;
   const { code, message } = ok ? {} : readErrorCode(body);
   return {

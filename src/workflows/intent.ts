@@ -452,16 +452,25 @@ class IntentRun {
         s.reservation = undefined;
         this.needsInspection = false;
         return this.finish(Phase.succeeded, `inspection found attempt ${s.attempts} took effect`);
-      case 'absent':
-        // The unknown attempt did not take effect: safe to re-dispatch with the same key, not before the floor.
+      case 'absent': {
+        // The unknown attempt did not take effect: safe to re-dispatch with the same key. It still was a failed
+        // attempt, so the next one waits for the backoff (and any server floor), like after a transient failure.
         entry.evidence = { status: 404, sent: 'yes', decision: 'operation_absent' };
         this.record(entry);
         s.lastEvidence = entry.evidence;
         s.reservation = undefined;
         this.needsInspection = false;
-        if (this.permittedAtMs !== undefined && this.permittedAtMs > Date.now())
-          this.setDue(this.permittedAtMs, 'server floor');
-        return undefined;
+        const floor = this.permittedAtMs;
+        const retry: Failed = {
+          kind: 'transient',
+          reason: 'the attempt of unknown outcome did not take effect',
+          retryAfter:
+            floor === undefined
+              ? { kind: 'absent' }
+              : { kind: 'delay', delayMs: Math.max(0, floor - Date.now()), notBefore: new Date(floor), clamped: false },
+        };
+        return this.schedule(retry, s.attempts, entry, 'dispatch');
+      }
       case 'pending': {
         this.record(entry);
         s.lastEvidence = entry.evidence;

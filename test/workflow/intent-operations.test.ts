@@ -4,8 +4,8 @@
  * Time-skipping; the provider is the simulator on a real port.
  */
 import { WorkflowNotFoundError } from '@temporalio/common';
-import { describe, expect, it } from 'vitest';
-import { IntentNotFound, IntentValidationError, workflowIdOf } from '../../src/client.js';
+import { describe, expect, it, vi } from 'vitest';
+import { IntentAlreadyEnded, IntentNotFound, IntentValidationError, workflowIdOf } from '../../src/client.js';
 import { IntentFailureType } from '../../src/failures.js';
 import type { IntentInput, IntentOutcome } from '../../src/intent.js';
 import {
@@ -153,6 +153,45 @@ describe('secrets (invariant 9)', () => {
     expect(visible).toContain(input.idempotencyKey);
     expect(visible).not.toContain(SIM_SECRET);
     expect(visible.toLowerCase()).not.toContain('bearer');
+  });
+
+  it('redacts the secret when the provider echoes it in an error message (history, outcome, logs)', async () => {
+    // Some providers quote the key they rejected ("Incorrect API key provided: sk_…").
+    const t = await h.setup({
+      rules: [
+        {
+          match: { idempotencyKeyPrefix: 'order-' },
+          steps: [
+            { status: 503, message: `upstream refused key ${SIM_SECRET}` },
+            { status: 401, code: 'invalid_api_key', message: `Incorrect API key provided: ${SIM_SECRET}` },
+          ],
+        },
+      ],
+    });
+    const input = t.intent();
+    const logged: string[] = [];
+    const spies = [process.stderr, process.stdout].map((stream) =>
+      vi.spyOn(stream, 'write').mockImplementation((chunk: string | Uint8Array) => {
+        logged.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
+        return true;
+      }),
+    );
+    let visible: string;
+    let outcome: IntentOutcome;
+    try {
+      ({ outcome, visible } = await t.run(async () => {
+        await t.submit(input);
+        const result = await t.client.result(input.idempotencyKey);
+        const history = await t.env.client.workflow.getHandle(workflowIdOf(input.idempotencyKey)).fetchHistory();
+        return { outcome: result, visible: allText([history, result]).join('\n') };
+      }));
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
+    expect(outcome).toMatchObject({ phase: 'failed', attempts: 2, lastEvidence: { status: 401 } });
+    expect(visible).toContain('Incorrect API key provided');
+    expect(visible).not.toContain(SIM_SECRET);
+    expect(logged.join('')).not.toContain(SIM_SECRET);
   });
 
   it('rejects secret-bearing headers and URLs at submit without echoing the secret', async () => {
@@ -314,6 +353,32 @@ describe('when an operator cancels', () => {
     });
     expect(outcome).toMatchObject({ phase: 'cancelled', attempts: 1, cancelRequested: 'cancelled through Temporal' });
     expect(outcome.reservation).toBeUndefined();
+    expectStableDispatches(t, input, 1);
+  });
+});
+
+describe('when an operator acts on an intent that already ended', () => {
+  it('says it ended (still an IntentNotFound for callers), and an unknown key says it does not exist', async () => {
+    const t = await h.setup();
+    const input = t.intent();
+    await t.run(async () => {
+      await t.submit(input);
+      await t.client.result(input.idempotencyKey);
+      for (const act of [
+        () => t.client.cancel(input.idempotencyKey, 'late'),
+        () => t.client.retryNow(input.idempotencyKey),
+      ]) {
+        const err = await act().catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(IntentAlreadyEnded);
+        expect(err).toBeInstanceOf(IntentNotFound);
+        expect((err as IntentAlreadyEnded).phase).toBe('succeeded');
+        expect((err as Error).message).toContain('has already ended (succeeded)');
+      }
+      const unknown = await t.client.cancel(t.newKey(), 'never existed').catch((e: unknown) => e);
+      expect(unknown).toBeInstanceOf(IntentNotFound);
+      expect(unknown).not.toBeInstanceOf(IntentAlreadyEnded);
+    });
+    expect(await t.client.result(input.idempotencyKey)).toMatchObject({ phase: 'succeeded' });
     expectStableDispatches(t, input, 1);
   });
 });

@@ -120,6 +120,30 @@ describe('when the provider committed but the answer was lost (invariant 5)', ()
   });
 });
 
+describe('when the outcome stays unknown until the deadline', () => {
+  it('expires with the unknown attempt recorded as a reservation to reconcile, never re-dispatching', async () => {
+    const t = await h.setup(
+      firstWrite({ commitThen: 'reset' }, [
+        { match: { idempotencyKeyPrefix: 'order-', method: 'GET' }, steps: [{ status: 503 }] },
+      ]),
+    );
+    // Inspections at 0 s, 30 s and 90 s; the next one (210 s) lies past the 2-minute deadline.
+    const input = t.intent({ deadline: '2m', policy: { baseDelay: '30s', multiplier: 2 } });
+    const failure = await t.run(async () => {
+      await t.submit(input);
+      return t.failureOf(input.idempotencyKey);
+    });
+    expect(failure.type).toBe('IntentExpired');
+    const outcome = failure.details?.[0] as IntentOutcome;
+    expect(outcome).toMatchObject({ phase: 'expired', attempts: 1, inspections: 3 });
+    expect(outcome.reservation).toMatchObject({ idempotencyKey: input.idempotencyKey, attempt: 1 });
+    expect(outcome.finalReason).toContain('next inspection');
+    expect(calls(t, input.idempotencyKey)).toEqual(['POST', 'GET', 'GET', 'GET']);
+    // The provider did execute it once: exactly what the reservation asks a person to reconcile.
+    expect(t.sim.sideEffects(input.idempotencyKey)).toBe(1);
+  });
+});
+
 describe('when the request was lost before the provider executed it', () => {
   it('inspects, finds nothing, and re-dispatches with the same key and payload: one side effect', async () => {
     const t = await h.setup(firstWrite({ reset: true }));
@@ -133,6 +157,21 @@ describe('when the request was lost before the provider executed it', () => {
     ]);
     expect(calls(t, input.idempotencyKey)).toEqual(['POST', 'GET', 'POST']);
     expectStableDispatches(t, input, 2);
+    expect(t.sim.sideEffects(input.idempotencyKey)).toBe(1);
+  });
+
+  it('backs off before each re-dispatch when lost requests keep failing (never an immediate retry)', async () => {
+    const t = await h.setup({
+      rules: [{ match: { idempotencyKeyPrefix: 'order-' }, steps: [{ reset: true }, { reset: true }], then: 'normal' }],
+    });
+    const input = t.intent({ policy: { baseDelay: '10s', multiplier: 2 } });
+    const outcome = await deliver(t, input);
+    expect(outcome).toMatchObject({ phase: 'succeeded', attempts: 3, inspections: 2 });
+    expect(calls(t, input.idempotencyKey)).toEqual(['POST', 'GET', 'POST', 'GET', 'POST']);
+    const [first, second, third] = dispatchTimes(t, input.idempotencyKey);
+    expect(second! - first!).toBeGreaterThanOrEqual(10_000);
+    expect(third! - second!).toBeGreaterThanOrEqual(20_000);
+    expectStableDispatches(t, input, 3);
     expect(t.sim.sideEffects(input.idempotencyKey)).toBe(1);
   });
 
