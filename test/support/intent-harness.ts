@@ -7,6 +7,12 @@
  * activities send, and a `RetryqClient` whose clock is the environment's (skipped) time, fetched right before each
  * submit — time-skipping environments run far ahead of the wall clock.
  *
+ * Time-skipping lock: the SDK's `result()` unlocks time skipping while it waits and locks it again after, on a
+ * counter in the test server. Await one result at a time: concurrent `result()` calls drive the counter below zero,
+ * and the server then skips time while workflow tasks run, which times them out. Likewise end every workflow a test
+ * starts (the harness terminates leftovers): a timer firing later, with no worker, leaves a task outstanding and
+ * the server never skips time again.
+ *
  * @example
  * ```ts
  * const h = useIntentHarness();
@@ -149,10 +155,10 @@ export interface IntentTest {
   /** Submits with the client clock set to the environment's current time. */
   submit(input: IntentInput): Promise<Submitted>;
   /**
-   * Runs fresh workers while `fn` runs, then shuts them down (drained). `workers`: how many complete sets poll the
-   * same task queues; `roles`: which roles they run (default all).
+   * Runs a fresh set of workers while `fn` runs, then shuts them down (drained). `roles`: which roles they run
+   * (default all). For a second worker polling the same queues use a process (test/support/worker-process.ts).
    */
-  run<T>(fn: () => Promise<T>, options?: { workers?: number; roles?: WorkerRoles }): Promise<T>;
+  run<T>(fn: () => Promise<T>, options?: { roles?: WorkerRoles }): Promise<T>;
   /** Creates (not runs) retryq workers on this test's task queues. */
   createWorkers(roles?: WorkerRoles): Promise<RetryqWorkers>;
   /** The workflow's failure, for asserting the failure chain and its `type`; fails if the workflow succeeded. */
@@ -263,7 +269,7 @@ export function useIntentHarness(kind: HarnessKind = 'time-skipping', options: H
           connect: { connectionOptions: { address: 'test' } },
         },
       };
-      // Each worker set gets its own connection: the core allows one worker per task queue and connection.
+      // Each worker set gets its own connection (the core allows one worker per task queue and connection).
       const connections: NativeConnection[] = [];
       cleanups.push(async () => {
         for (const c of connections.splice(0)) await c.close();
@@ -315,8 +321,8 @@ export function useIntentHarness(kind: HarnessKind = 'time-skipping', options: H
         },
         createWorkers: build,
         async run(fn, options = {}) {
-          const sets = await Promise.all(Array.from({ length: options.workers ?? 1 }, () => build(options.roles)));
-          const running = Promise.all(sets.map((w) => w.run()));
+          const workers = await build(options.roles);
+          const running = workers.run();
           let stopped!: (err: unknown) => void;
           const workerFailed = new Promise<never>((_, reject) => {
             stopped = reject;
@@ -329,7 +335,7 @@ export function useIntentHarness(kind: HarnessKind = 'time-skipping', options: H
           try {
             return await Promise.race([fn(), workerFailed]);
           } finally {
-            for (const w of sets) w.shutdown();
+            workers.shutdown();
             await running.catch(() => undefined);
           }
         },

@@ -12,7 +12,7 @@ const workerScript = fileURLToPath(new URL('./intent-worker-process.ts', import.
 
 /** Registers the cleanup hook; returns `start`, which resolves once the child's workers poll. */
 export function useWorkerProcesses(): {
-  start(address: string, namespace: string, taskQueuePrefix: string): Promise<ChildProcess>;
+  start(address: string, namespace: string, taskQueuePrefix: string, roles?: string): Promise<ChildProcess>;
   kill(child: ChildProcess): Promise<void>;
 } {
   const children: ChildProcess[] = [];
@@ -21,8 +21,9 @@ export function useWorkerProcesses(): {
     for (const child of children.splice(0)) if (alive(child)) child.kill('SIGKILL');
   });
   return {
-    async start(address, namespace, taskQueuePrefix) {
-      const child = spawn(process.execPath, ['--import', 'tsx', workerScript, address, namespace, taskQueuePrefix], {
+    async start(address, namespace, taskQueuePrefix, roles) {
+      const args = [workerScript, address, namespace, taskQueuePrefix, ...(roles ? [roles] : [])];
+      const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       children.push(child);
