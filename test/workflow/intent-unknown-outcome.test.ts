@@ -3,6 +3,7 @@
  * by an inspection (a read of the saved operation by idempotency key), never by a blind re-dispatch. Time-skipping;
  * the simulator commits and then loses the answer, or loses the request before executing it.
  */
+import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import type { IntentOutcome } from '../../src/intent.js';
 import type { ScenarioInput, Step } from '../../tools/provider-sim/index.js';
@@ -117,6 +118,48 @@ describe('when the provider committed but the answer was lost (invariant 5)', ()
     expect(decisions.slice(0, -1).every((d) => d === 'operation_pending')).toBe(true);
     expect(calls(t, input.idempotencyKey).filter((m) => m === 'POST')).toHaveLength(1);
     expect(t.sim.sideEffects(input.idempotencyKey)).toBe(1);
+  });
+});
+
+describe('when the idempotency key holds URL-reserved characters', () => {
+  it('looks the operation up by the percent-encoded key and finds it', async () => {
+    const t = await h.setup({
+      rules: [{ match: { idempotencyKeyPrefix: 'order:' }, steps: [{ commitThen: 'reset' }], then: 'normal' }],
+    });
+    const key = `order:${t.newKey('cust@shop')}+v=1`;
+    const input = t.intent({ idempotencyKey: key });
+    const outcome = await deliver(t, input);
+    expect(outcome).toMatchObject({ phase: 'succeeded', attempts: 1, inspections: 1, result: { inspected: true } });
+    expect(t.inspections(key)[0]?.path).toBe(`/v1/operations/${encodeURIComponent(key)}`);
+    expect(t.sim.sideEffects(key)).toBe(1);
+  });
+});
+
+describe('when a read loses its answer', () => {
+  it('retries a GET on the backoff without inspecting: a read cannot have an unknown outcome', async () => {
+    // The intent reads an existing operation's status; the first read's connection is reset.
+    const saved = 'saved-operation';
+    const t = await h.setup({
+      rules: [{ match: { idempotencyKey: saved, method: 'GET' }, steps: [{ reset: true }], then: 'normal' }],
+    });
+    const create = await request(`${t.sim.url}/v1/charges`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${SIM_SECRET}`, 'idempotency-key': saved, 'content-type': 'application/json' },
+      body: '{"amount":1}',
+    });
+    await create.body.dump();
+    const input = t.intent({
+      action: { method: 'GET', url: `${t.sim.url}/v1/operations/${saved}` },
+      inspection: undefined,
+      policy: { baseDelay: '10s' },
+    });
+    const outcome = await deliver(t, input);
+    expect(outcome).toMatchObject({ phase: 'succeeded', attempts: 2, inspections: 0 });
+    expect(outcome.attemptLog[0]?.evidence).toMatchObject({ transport: 'reset', decision: 'transient' });
+    expect(outcome.result).toMatchObject({ status: 200, body: { idempotencyKey: saved, status: 'succeeded' } });
+    const reads = t.sent.filter((r) => r.headers['idempotency-key'] === input.idempotencyKey);
+    expect(reads.map((r) => r.method)).toEqual(['GET', 'GET']);
+    expect(reads[1]!.activity!.scheduledAtMs - reads[0]!.activity!.scheduledAtMs).toBeGreaterThanOrEqual(10_000);
   });
 });
 
