@@ -157,7 +157,10 @@ class IntentRun {
   details(): string {
     const s = this.status;
     const attempt = `attempt ${s.attempts}/${s.maxAttempts}`;
-    const clock = (iso: string | undefined) => (iso ? `${iso.slice(11, 19)} UTC` : '?');
+    // Time of day, with the date when it is not today (waits may last days).
+    const today = new Date().toISOString().slice(0, 10);
+    const clock = (iso: string | undefined) =>
+      iso ? `${iso.slice(0, 10) === today ? '' : `${iso.slice(0, 10)} `}${iso.slice(11, 19)} UTC` : '?';
     const last = this.lastEvidenceText();
     switch (s.phase) {
       case Phase.scheduled:
@@ -178,7 +181,7 @@ class IntentRun {
       case Phase.succeeded:
         return `Succeeded after ${s.attempts} attempt${s.attempts === 1 ? '' : 's'}.`;
       default:
-        return `${s.phase[0]!.toUpperCase()}${s.phase.slice(1)}: ${s.finalReason ?? ''}${
+        return `${s.phase[0]!.toUpperCase()}${s.phase.slice(1)}: ${s.finalReason ?? 'no reason recorded'}.${
           s.reservation ? ` Reservation to reconcile: ${s.reservation.reason}.` : ''
         }`;
     }
@@ -205,9 +208,14 @@ class IntentRun {
   async run(): Promise<IntentOutcome> {
     this.publish();
     for (;;) {
-      if (this.status.cancelRequested !== undefined)
-        return this.finish(Phase.cancelled, `cancelled: ${this.status.cancelRequested}`);
+      if (this.status.cancelRequested !== undefined) return this.finish(Phase.cancelled, this.status.cancelRequested);
       if (this.dueAtMs !== undefined) {
+        // Never sleep past the deadline (the policy gives up first; this guards state carried across runs).
+        if (this.dueAtMs > this.deadlineMs)
+          return this.finish(
+            Phase.expired,
+            `the next call would be at ${new Date(this.dueAtMs).toISOString()}, past the deadline ${this.spec.deadline}`,
+          );
         await this.waitUntilDue();
         continue;
       }
@@ -231,11 +239,6 @@ class IntentRun {
   async waitUntilDue(): Promise<void> {
     const dueAt = this.dueAtMs!;
     const now = Date.now();
-    if (dueAt > this.deadlineMs) {
-      // Never sleep past the deadline (nextAttempt already gives up in that case; this guards carried state).
-      this.dueAtMs = undefined;
-      return;
-    }
     if (now < dueAt) {
       const asked = this.retryNowRequests;
       const woke = await condition(
@@ -495,17 +498,15 @@ class IntentRun {
         s.lastEvidence = entry.evidence;
         s.reservation = undefined;
         this.needsInspection = false;
-        if (decision.kind === 'permanent')
-          return this.finish(
-            Phase.failed,
-            `inspection found attempt ${s.attempts} failed for good: ${describeEvidence(evidence)}`,
-          );
-        // A recorded failure is a definite answer: retry on the backoff like a transient failure.
-        const retry: Failed =
-          decision.kind === 'rate_limited' || decision.kind === 'transient'
-            ? decision
-            : { kind: 'transient', reason: 'operation failed at provider', retryAfter: { kind: 'absent' } };
-        return this.schedule(retry, s.attempts, entry, 'dispatch');
+        // The provider saved this failure under the idempotency key: sending the same key again would only replay
+        // it (Stripe-style idempotency), so a recorded failure is final whatever its status.
+        return this.finish(
+          Phase.failed,
+          decision.kind === 'permanent'
+            ? `inspection found attempt ${s.attempts} failed for good: ${describeEvidence(evidence)}`
+            : `the provider recorded attempt ${s.attempts} as failed (${describeEvidence(evidence)}); the same ` +
+                `idempotency key would replay that answer, so submit a new intent with a new key to try again`,
+        );
       }
     }
   }
@@ -579,7 +580,7 @@ export async function intentWorkflow(spec: IntentSpec, options: IntentWorkflowOp
             inFlight ? 'attempt in flight at cancellation' : 'outcome unknown at cancellation',
           );
         s.phase = Phase.cancelled;
-        s.finalReason = `cancelled: ${s.cancelRequested}`;
+        s.finalReason = s.cancelRequested;
         s.nextAttemptAt = undefined;
         run.publish();
         return Promise.resolve();

@@ -308,7 +308,7 @@ describe('when an operator cancels', () => {
       phase: 'cancelled',
       attempts: 1,
       cancelRequested: 'customer changed their mind',
-      finalReason: 'cancelled: customer changed their mind',
+      finalReason: 'customer changed their mind',
     });
     expect(outcome.reservation).toBeUndefined();
     expect(outcome.nextAttemptAt).toBeUndefined();
@@ -329,14 +329,14 @@ describe('when an operator cancels', () => {
       await t.client.cancel(input.idempotencyKey, 'stop');
       const result = await t.client.result(input.idempotencyKey);
       expect(await currentDetails(t, input.idempotencyKey)).toBe(
-        `Cancelled: cancelled: stop Reservation to reconcile: ${result.reservation?.reason}.`,
+        `Cancelled: stop. Reservation to reconcile: ${result.reservation?.reason}.`,
       );
       return result;
     });
     expect(outcome).toMatchObject({ phase: 'cancelled', attempts: 1, inspections: 0 });
     expect(outcome.reservation).toMatchObject({ idempotencyKey: input.idempotencyKey, attempt: 1 });
     expect(outcome.reservation?.reason).toContain('timeout');
-    expect(outcome.finalReason).toBe('cancelled: stop');
+    expect(outcome.finalReason).toBe('stop');
     expectStableDispatches(t, input, 1);
     expect(t.inspections(input.idempotencyKey)).toHaveLength(0);
     expect(t.sim.sideEffects(input.idempotencyKey)).toBe(1);

@@ -121,6 +121,23 @@ describe('when the provider committed but the answer was lost (invariant 5)', ()
   });
 });
 
+describe('when the inspection finds that the provider recorded the attempt as failed', () => {
+  it('stops: the same key would only replay the recorded failure, so nothing is sent again', async () => {
+    // A 502 the provider saved under the key (Stripe-style): a write's 502 is an unknown outcome, so retryq inspects.
+    const t = await h.setup(firstWrite({ status: 502, record: true }));
+    const input = t.intent();
+    const outcome = await deliver(t, input);
+    expect(outcome).toMatchObject({ phase: 'failed', attempts: 1, inspections: 1 });
+    expect(outcome.attemptLog.map((e) => [e.kind, e.evidence.decision])).toEqual([
+      ['dispatch', 'unknown_outcome'],
+      ['inspect', 'operation_failed:unknown_outcome'],
+    ]);
+    expect(outcome.finalReason).toContain('the provider recorded attempt 1 as failed (HTTP 502');
+    expect(calls(t, input.idempotencyKey)).toEqual(['POST', 'GET']);
+    expect(outcome.reservation).toBeUndefined();
+  });
+});
+
 describe('when the idempotency key holds URL-reserved characters', () => {
   it('looks the operation up by the percent-encoded key and finds it', async () => {
     const t = await h.setup({
