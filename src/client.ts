@@ -292,6 +292,12 @@ export class RetryqClient {
     try {
       const desc = await handle.describe();
       if (desc.status.name === 'RUNNING') return await handle.query(statusQuery);
+      if (desc.status.name === 'TERMINATED' || desc.status.name === 'TIMED_OUT')
+        // Ended by Temporal, not by retryq: the last recorded status, marked failed.
+        return {
+          ...(await this.lastKnown(key, 'failed')),
+          finalReason: `the workflow was ${desc.status.name.toLowerCase().replace('_', ' ')} in Temporal`,
+        };
       return await this.result(key);
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) throw new IntentNotFound(key);
@@ -315,22 +321,23 @@ export class RetryqClient {
           return cause.details[0] as IntentOutcome;
         if (cause && 'name' in cause && cause.name === 'CancelledFailure') {
           // Cancelled through Temporal: the last status is what the workflow recorded before ending.
-          return { ...(await this.lastKnown(key)), phase: 'cancelled' };
+          return { ...(await this.lastKnown(key, 'cancelled')), phase: 'cancelled' };
         }
       }
       throw err;
     }
   }
 
-  private async lastKnown(key: string): Promise<IntentStatus> {
+  /** The status the workflow last recorded (a query replays it), or what the search attributes still say. */
+  private async lastKnown(key: string, phase: Phase): Promise<IntentStatus> {
     try {
-      return await this.handle(key).query(statusQuery);
+      return { ...(await this.handle(key).query(statusQuery)), phase };
     } catch {
       const desc = await this.handle(key).describe();
       return {
         idempotencyKey: key,
         credential: typeof desc.memo?.['credential'] === 'string' ? desc.memo['credential'] : '',
-        phase: 'cancelled',
+        phase,
         attempts: Number(desc.typedSearchAttributes.get(retryAttemptKey) ?? 0),
         maxAttempts: 0,
         inspections: 0,

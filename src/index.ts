@@ -22,6 +22,7 @@
  */
 export {
   IdempotencyConflict,
+  IntentAlreadyEnded,
   IntentNotFound,
   IntentValidationError,
   RetryqClient,

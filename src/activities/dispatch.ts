@@ -10,8 +10,9 @@ import { dispatchFailure } from '../failures.js';
 import { describeTarget } from '../intent.js';
 import type { Action, JsonValue } from '../intent.js';
 import { classify, defaultCodeTable, mergeCodeTables } from '../policy/index.js';
-import type { CodeTable, Evidence } from '../policy/index.js';
+import type { CodeTable } from '../policy/index.js';
 import { callProvider, secretsOf } from './provider-call.js';
+import { credentialHeaders } from './deps.js';
 import type { ActivityDeps } from './deps.js';
 
 export interface DispatchInput {
@@ -48,25 +49,7 @@ export function makeDispatch(deps: ActivityDeps) {
       'retryq-attempt': String(input.attempt),
     };
     if (action.body !== undefined) headers['content-type'] ??= 'application/json';
-    let auth: Record<string, string>;
-    try {
-      auth = deps.credentials.authHeaders(input.credential);
-    } catch (err) {
-      // Not sent: a worker configuration problem an operator can fix; the workflow backs off and retries.
-      const evidence: Evidence = {
-        method: action.method,
-        purpose: 'dispatch',
-        transport: 'other',
-        sent: 'no',
-        code: 'credential_unavailable',
-      };
-      throw dispatchFailure(
-        evidence,
-        { kind: 'transient', reason: 'credential_unavailable', retryAfter: { kind: 'absent' } },
-        target,
-        (err as Error).message,
-      );
-    }
+    const auth = credentialHeaders(deps, input.credential, action.method, 'dispatch', target);
     const outcome = await callProvider({
       dispatcher: deps.http,
       method: action.method,

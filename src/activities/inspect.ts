@@ -11,6 +11,7 @@ import type { InspectionSpec, JsonValue } from '../intent.js';
 import { classifyInspection, defaultCodeTable, mergeCodeTables } from '../policy/index.js';
 import type { CodeTable, Evidence } from '../policy/index.js';
 import { callProvider, secretsOf } from './provider-call.js';
+import { credentialHeaders } from './deps.js';
 import type { ActivityDeps } from './deps.js';
 
 export interface InspectInput {
@@ -50,24 +51,7 @@ export function makeInspect(deps: ActivityDeps) {
     const url = spec.url.split('{idempotencyKey}').join(encodeURIComponent(input.idempotencyKey));
     const target = describeTarget('GET', url);
     const codes = input.codes ? mergeCodeTables(defaultCodeTable, input.codes) : defaultCodeTable;
-    let auth: Record<string, string>;
-    try {
-      auth = deps.credentials.authHeaders(input.credential);
-    } catch (err) {
-      const evidence: Evidence = {
-        method: 'GET',
-        purpose: 'inspect',
-        transport: 'other',
-        sent: 'no',
-        code: 'credential_unavailable',
-      };
-      throw dispatchFailure(
-        evidence,
-        { kind: 'transient', reason: 'credential_unavailable', retryAfter: { kind: 'absent' } },
-        target,
-        (err as Error).message,
-      );
-    }
+    const auth = credentialHeaders(deps, input.credential, 'GET', 'inspect', target);
     const outcome = await callProvider({
       dispatcher: deps.http,
       method: 'GET',

@@ -14,7 +14,8 @@
 import { request } from 'undici';
 import type { Dispatcher } from 'undici';
 import { z } from 'zod';
-import type { Evidence, Purpose, TransportFailure } from '../policy/index.js';
+import { transportFailureOf } from '../policy/index.js';
+import type { Evidence, Purpose } from '../policy/index.js';
 
 /** Most bytes of a response body retryq reads and keeps. */
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -87,52 +88,6 @@ export function readErrorCode(body: unknown): { code?: string; message?: string 
   return pick(v.code, v.message);
 }
 
-/** undici / Node error codes → transport failure and whether the request may have been sent. */
-function transportOf(err: unknown): { transport: TransportFailure; sent: Evidence['sent'] } {
-  const code = errCode(err);
-  switch (code) {
-    case 'ECONNREFUSED':
-      return { transport: 'refused', sent: 'no' };
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-      return { transport: 'dns', sent: 'no' };
-    case 'UND_ERR_CONNECT_TIMEOUT':
-      return { transport: 'timeout', sent: 'no' };
-    case 'EHOSTUNREACH':
-    case 'ENETUNREACH':
-      return { transport: 'refused', sent: 'no' };
-    case 'UND_ERR_HEADERS_TIMEOUT':
-    case 'UND_ERR_BODY_TIMEOUT':
-    case 'ETIMEDOUT':
-      return { transport: 'timeout', sent: 'unknown' };
-    case 'ECONNRESET':
-    case 'EPIPE':
-    case 'UND_ERR_SOCKET':
-    case 'UND_ERR_CLOSED':
-      return { transport: 'reset', sent: 'unknown' };
-    case 'ABORT_ERR':
-    case 'UND_ERR_ABORTED':
-      return { transport: 'timeout', sent: 'unknown' };
-    default:
-      if (code?.startsWith('ERR_TLS') || code?.startsWith('CERT_') || code === 'DEPTH_ZERO_SELF_SIGNED_CERT')
-        return { transport: 'tls', sent: 'no' };
-      return { transport: 'other', sent: 'unknown' };
-  }
-}
-
-function errCode(err: unknown): string | undefined {
-  for (let e: unknown = err, depth = 0; e && depth < 5; depth++) {
-    if (typeof e === 'object' && e !== null) {
-      const code = (e as { code?: unknown }).code;
-      if (typeof code === 'string') return code;
-      if ((e as { name?: unknown }).name === 'TimeoutError' || (e as { name?: unknown }).name === 'AbortError')
-        return 'ABORT_ERR';
-      e = (e as { cause?: unknown }).cause;
-    }
-  }
-  return undefined;
-}
-
 async function readBounded(
   body: AsyncIterable<Buffer> & { destroy?: () => void },
 ): Promise<{ text: string; truncated: boolean }> {
@@ -197,7 +152,7 @@ export async function callProvider(call: ProviderCall): Promise<ProviderOutcome>
       bodyTimeout: call.timeoutMs,
     });
   } catch (err) {
-    const { transport, sent } = transportOf(err);
+    const { transport, sent } = transportFailureOf(err);
     return {
       kind: 'no_response',
       evidence: { ...base, transport, sent, receivedAtMs: call.clock() },

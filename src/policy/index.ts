@@ -33,6 +33,8 @@ export type { CodeRule, CodeTable, PermanentReason } from './code-table.js';
 export { defaultCodeTable, lookupCode, mergeCodeTables } from './code-table.js';
 export type { Evidence, Purpose, Sent, TransportFailure } from './evidence.js';
 export { headerValue, isRead, safeMethods } from './evidence.js';
+export type { TransportFailureOf } from './transport-failure.js';
+export { transportFailureOf } from './transport-failure.js';
 export type { HttpDateFormat, HttpDateOptions, HttpDateScan } from './http-date.js';
 export { maxTimeMs, parseHttpDate, scanHttpDate } from './http-date.js';
 export type { ParseRetryAfterOptions, RetryAfter } from './retry-after.js';

@@ -22,7 +22,8 @@ import type { RetrySettings } from './options.js';
 import type { Outcome } from './rules.js';
 import { nextStep, transportStatus } from './rules.js';
 import type { AttemptFailure } from './transport.js';
-import { transportFailureOf, transportLabel } from './transport.js';
+import { transportLabel } from './transport.js';
+import { transportFailureOf } from '../policy/index.js';
 
 /**
  * A cancellation that undici accepts as a request `signal` (an emitter of `abort`) and that costs far

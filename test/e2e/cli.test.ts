@@ -188,6 +188,21 @@ describe('retryq status, list and cancel', () => {
     expect(after).toMatchObject({ phase: 'cancelled', attempts: 1 });
   });
 
+  it('reports an intent terminated in Temporal as failed, with its last recorded attempts', async () => {
+    const key = `hold-${randomUUID()}`;
+    expect((await retryq(submitArgs(key))).code).toBe(0);
+    const handle = env.client.workflow.getHandle(`intent:${key}`);
+    for (let i = 0; i < 50 && (await retryq(['status', key, '--json'])).stdout.indexOf('"waiting"') < 0; i++);
+    await handle.terminate('operator cleanup');
+    const r = await retryq(['status', key, '--json']);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      phase: 'failed',
+      attempts: 1,
+      finalReason: 'the workflow was terminated in Temporal',
+    });
+  });
+
   it('exits 3 for an unknown key and 2 for a missing argument', async () => {
     expect((await retryq(['status', `nope-${randomUUID()}`])).code).toBe(3);
     const missing = await retryq(['cancel']);
