@@ -36,6 +36,7 @@ import {
 import type { z } from 'zod';
 import { DURATION_HINT, parseDurationMs } from './duration.js';
 import { IntentFailureType } from './failures.js';
+import { formatIssuePath } from './issue-path.js';
 import { defaultPolicy, describeTarget, finalPhases, intentInputSchema } from './intent.js';
 import type { IntentInput, IntentOutcome, IntentSpec, IntentStatus, Phase } from './intent.js';
 import type { CodeTable } from './policy/index.js';
@@ -158,10 +159,7 @@ function canonicalJson(value: unknown): string {
 
 function zodIssues(error: z.ZodError): { path: string; message: string }[] {
   return error.issues.map((i) => ({
-    path: i.path
-      .map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`))
-      .join('')
-      .replace(/^\./, ''),
+    path: formatIssuePath(i.path),
     message: i.message,
   }));
 }

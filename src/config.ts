@@ -23,6 +23,7 @@ import { loadClientConfigProfile, toClientOptions } from '@temporalio/envconfig'
 import type { ClientConnectConfig } from '@temporalio/envconfig';
 import { z } from 'zod';
 import { DURATION_HINT, parseDurationMs } from './duration.js';
+import { formatIssuePath, valueAtPath } from './issue-path.js';
 import { projectRoot } from './temporal/binaries.js';
 
 /** One problem with the configuration. */
@@ -232,9 +233,9 @@ function parseCredentials(text: string | undefined, problems: ConfigProblem[]): 
   const parsed = z.array(credentialSchema).safeParse(json);
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
-      const at = issue.path.reduce<unknown>((v, k) => (v as Record<PropertyKey, unknown> | undefined)?.[k], json);
+      const at = valueAtPath(json, issue.path);
       problems.push({
-        variable: variable + issue.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join(''),
+        variable: `${variable}${typeof issue.path[0] === 'string' ? '.' : ''}${formatIssuePath(issue.path)}`,
         value: at === undefined ? undefined : JSON.stringify(at),
         rule: issue.message,
       });

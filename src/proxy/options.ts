@@ -11,6 +11,7 @@ import { DURATION_HINT, parseDurationMs } from '../duration.js';
 import type { BackoffPolicy } from '../policy/index.js';
 import { defaultGateMaxClosedMs } from './gate.js';
 import { proxyHeaderPrefix } from './headers.js';
+import { formatIssuePath, valueAtPath } from '../issue-path.js';
 
 /** The backoff without a usable `Retry-After`: ≈ 250 ms, 500 ms, 1 s, 2 s, 4 s, 8 s, 10 s, 10 s, … ± 20 %. */
 export interface BackoffOptions {
@@ -274,20 +275,11 @@ function issuesOf(error: z.ZodError, input: unknown): ConfigIssue[] {
   return error.issues.map((issue) => {
     let message = issue.message;
     if (issue.code === 'unrecognized_keys') message = `unknown option(s) ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
-    else if (issue.code === 'invalid_type' && valueAt(input, issue.path) === undefined) message = 'is required';
+    else if (issue.code === 'invalid_type' && valueAtPath(input, issue.path) === undefined) message = 'is required';
     else if (issue.code === 'invalid_union') message = unionMessage(issue) ?? message;
     else if (issue.code === 'invalid_key') message = `name ${issue.issues.map((i) => i.message).join('; ')}`;
-    return { path: issue.path.map(String).join('.'), message };
+    return { path: formatIssuePath(issue.path), message };
   });
-}
-
-function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
-  let value = input;
-  for (const key of path) {
-    if (typeof value !== 'object' || value === null) return undefined;
-    value = (value as Record<PropertyKey, unknown>)[key];
-  }
-  return value;
 }
 
 /** A union issue (Duration, gate) reads best as the message of its most specific branch. */

@@ -10,6 +10,7 @@ import YAML from 'yaml';
 import { z } from 'zod';
 import { relativeHttpDateOffsetMs } from './retry-after.js';
 import type { RetryAfterSpec } from './retry-after.js';
+import { formatIssuePath, valueAtPath } from '../../src/issue-path.js';
 
 /** Methods that make a request an operation (a write with a side effect). */
 export const writeMethods = ['POST', 'PUT', 'PATCH', 'DELETE'] as const;
@@ -348,23 +349,9 @@ function preview(value: unknown): string {
   return text.length > 120 ? `${text.slice(0, 117)}...` : text;
 }
 
-/** `['rules', 0, 'steps']` → `rules[0].steps`. */
+/** `['rules', 0, 'steps']` → `rules[0].steps`; the root is `(root)`. */
 export function formatPath(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const part of path) {
-    if (typeof part === 'number') out += `[${part}]`;
-    else out += out === '' ? String(part) : `.${String(part)}`;
-  }
-  return out === '' ? '(root)' : out;
-}
-
-function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
-  let current = root;
-  for (const part of path) {
-    if (typeof current !== 'object' || current === null) return current;
-    current = (current as Record<PropertyKey, unknown>)[part];
-  }
-  return current;
+  return formatIssuePath(path) || '(root)';
 }
 
 function issuesOf(error: z.ZodError, input: unknown): ScenarioIssue[] {
@@ -373,10 +360,10 @@ function issuesOf(error: z.ZodError, input: unknown): ScenarioIssue[] {
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) {
         const path = [...issue.path, key];
-        out.push({ path: formatPath(path), message: issue.message, value: valueAt(input, path) });
+        out.push({ path: formatPath(path), message: issue.message, value: valueAtPath(input, path) });
       }
     } else {
-      out.push({ path: formatPath(issue.path), message: issue.message, value: valueAt(input, issue.path) });
+      out.push({ path: formatPath(issue.path), message: issue.message, value: valueAtPath(input, issue.path) });
     }
   }
   return out;
