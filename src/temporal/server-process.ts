@@ -78,8 +78,16 @@ export interface ManagedServer {
   stop(graceMs?: number): Promise<void>;
 }
 
-/** Asks the OS for a free TCP port on `host`. */
+/**
+ * A TCP port that is free on `host` now, chosen below Linux's ephemeral range (32768–60999): a port the OS hands
+ * out for port 0 is also what it hands out for outgoing connections, so between choosing it and a server binding
+ * it, a client socket may take it. Falls back to asking the OS after 50 tries.
+ */
 export async function freePort(host = '127.0.0.1'): Promise<number> {
+  for (let i = 0; i < 50; i++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (!(await somethingListens(host, port)) && (await canBind(host, port))) return port;
+  }
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.unref();
