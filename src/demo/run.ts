@@ -9,6 +9,7 @@
  * summary.totals.duplicates; // 0
  * ```
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import type { RetryqClient } from '../client.js';
 import { isFinal } from '../client.js';
 import type { IntentStatus } from '../intent.js';
@@ -124,15 +125,8 @@ export async function runDemo(opts: DemoOptions): Promise<DemoSummary> {
       lastLogAt = Date.now();
     }
     if (done === keys.length) break;
-    await new Promise<void>((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        opts.signal?.removeEventListener('abort', wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, opts.refreshMs ?? 1000);
-      opts.signal?.addEventListener('abort', wake, { once: true });
-    });
+    // Ends early (without throwing) when the demo is stopped.
+    await delay(opts.refreshMs ?? 1000, undefined, opts.signal ? { signal: opts.signal } : {}).catch(() => undefined);
   }
 
   const rows: DemoRow[] = keys.map((k) => {

@@ -21,6 +21,7 @@ import { RuleBook } from './rules.js';
 import { isScenarioError, parseScenario, patchScenario, writeMethods } from './scenario.js';
 import type { ApiKeyConfig, Scenario, ScenarioInput, ScenarioPatch, Step } from './scenario.js';
 import { WebhookSender } from './webhooks.js';
+import { sleepUnlessAborted } from './sleep.js';
 
 /** How to start the simulator. */
 export interface ProviderSimOptions {
@@ -451,20 +452,7 @@ class SimulatedProvider implements ProviderSim {
 
   /** Resolves `true` after `ms`, or `false` as soon as the simulator closes. */
   #sleep(ms: number): Promise<boolean> {
-    const signal = this.#lifetime.signal;
-    if (signal.aborted) return Promise.resolve(false);
-    if (ms <= 0) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const onAbort = (): void => {
-        clearTimeout(timer);
-        resolve(false);
-      };
-      const timer = setTimeout(() => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(true);
-      }, ms);
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
+    return sleepUnlessAborted(ms, this.#lifetime.signal);
   }
 
   // ---------------------------------------------------------------- answering

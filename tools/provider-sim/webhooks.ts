@@ -5,6 +5,7 @@
  * delivery id `webhookRedeliveries` more times.
  */
 import { Agent, request } from 'undici';
+import { sleepUnlessAborted } from './sleep.js';
 
 /** The JSON body of a webhook. */
 export interface WebhookEvent {
@@ -103,19 +104,7 @@ export class WebhookSender {
 
   /** Resolves `true` after `ms`, or `false` at once if the sender closes first. */
   #sleep(ms: number): Promise<boolean> {
-    const signal = this.#closing.signal;
-    if (signal.aborted) return Promise.resolve(false);
-    return new Promise((resolve) => {
-      const onAbort = (): void => {
-        clearTimeout(timer);
-        resolve(false);
-      };
-      const timer = setTimeout(() => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(true);
-      }, ms);
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
+    return sleepUnlessAborted(ms, this.#closing.signal);
   }
 
   /** Cancels pending deliveries and closes the sender's connections. */
