@@ -249,7 +249,7 @@ class IntentRun {
       if (woke && this.status.cancelRequested === undefined) {
         // Retry now: as soon as the server permits, never before (invariant 2).
         const earliest = Math.max(Date.now(), this.permittedAtMs ?? 0);
-        if (earliest < dueAt) this.setDue(earliest, 'retry requested by operator');
+        if (earliest < dueAt) this.setDue(earliest);
         return;
       }
       if (woke) return;
@@ -257,7 +257,7 @@ class IntentRun {
     this.dueAtMs = undefined;
   }
 
-  setDue(atMs: number, _why: string): void {
+  setDue(atMs: number): void {
     this.dueAtMs = atMs;
     this.status.nextAttemptAt = new Date(atMs).toISOString();
     this.status.phase = Phase.waiting;
@@ -369,7 +369,7 @@ class IntentRun {
       case 'retry_at':
         entry.nextAt = plan.at.toISOString();
         entry.floor = plan.floor;
-        this.setDue(plan.at.getTime(), decision.kind);
+        this.setDue(plan.at.getTime());
         return undefined;
       case 'give_up':
         if (plan.reason === 'deadline') {
