@@ -24,6 +24,8 @@ import type { ClientConnectConfig } from '@temporalio/envconfig';
 import { z } from 'zod';
 import { DURATION_HINT, parseDurationMs } from './duration.js';
 import { formatIssuePath, valueAtPath } from './issue-path.js';
+import { budgetProblem, splitBudget } from './policy/index.js';
+import type { BudgetSplit } from './policy/index.js';
 import { projectRoot } from './temporal/binaries.js';
 
 /** One problem with the configuration. */
@@ -60,36 +62,59 @@ const credentialIdPattern = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 const envVarPattern = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** One API credential retryq may dispatch with. Only the *name* of the variable holding the secret is config. */
-export const credentialSchema = z.strictObject({
-  /** The credential id used in intents, task queue names and the UI, e.g. `acme-prod`. */
-  id: z
-    .string()
-    .regex(credentialIdPattern, 'must be 1–63 chars of a-z, 0-9, "_" or "-", starting with a letter or digit'),
-  /** Name of the environment variable that holds the secret (API key) on the worker. */
-  secretEnv: z.string().regex(envVarPattern, 'must be an environment variable name like ACME_PROD_KEY'),
-  /**
-   * Provider requests per minute for this credential, across all workers (Temporal's task queue rate limit).
-   * @default 600
-   */
-  requestsPerMinute: z.number().int().positive().max(1_000_000).default(600),
-  /** Dispatches in flight at once per worker. @default 4 */
-  concurrency: z.number().int().positive().max(1000).default(4),
-  /** Inspection requests per minute, on their own task queue (reserved capacity). @default 120 */
-  inspectRequestsPerMinute: z.number().int().positive().max(1_000_000).default(120),
-  /** Inspections in flight at once per worker. @default 2 */
-  inspectConcurrency: z.number().int().positive().max(1000).default(2),
-  /** Request header that carries the secret. @default 'authorization' */
-  authHeader: z
-    .string()
-    .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be an HTTP header name')
-    .default('authorization'),
-  /** Scheme before the secret (`Bearer <secret>`); empty for the bare secret (e.g. with `x-api-key`). @default 'Bearer' */
-  authScheme: z
-    .string()
-    .regex(/^[A-Za-z0-9-]*$/, 'must be a single word such as Bearer, or empty')
-    .default('Bearer'),
-});
+export const credentialSchema = z
+  .strictObject({
+    /** The credential id used in intents, task queue names and the UI, e.g. `acme-prod`. */
+    id: z
+      .string()
+      .regex(credentialIdPattern, 'must be 1–63 chars of a-z, 0-9, "_" or "-", starting with a letter or digit'),
+    /** Name of the environment variable that holds the secret (API key) on the worker. */
+    secretEnv: z.string().regex(envVarPattern, 'must be an environment variable name like ACME_PROD_KEY'),
+    /**
+     * The provider's limit for this key, in requests per minute: one budget for every call made with it (dispatches
+     * and inspections), shared by all worker processes through the credential's load control.
+     * @default 600
+     */
+    requestsPerMinute: z
+      .number()
+      .int()
+      .min(2, 'must be at least 2 (dispatches and inspections share it)')
+      .max(1_000_000)
+      .default(600),
+    /** Dispatches in flight at once per worker. @default 4 */
+    concurrency: z.number().int().positive().max(1000).default(4),
+    /**
+     * The part of `requestsPerMinute` reserved for inspections: a share in (0, 1) or a whole number of requests per
+     * minute. Reserved inside the budget (dispatch gets the rest while inspections run, and all of it otherwise).
+     * @default 0.2
+     */
+    inspectReserve: z
+      .number()
+      .positive('must be a share in (0, 1) or a whole number ≥ 1 of requests per minute')
+      .default(0.2),
+    /** Inspections in flight at once per worker. @default 2 */
+    inspectConcurrency: z.number().int().positive().max(1000).default(2),
+    /** Request header that carries the secret. @default 'authorization' */
+    authHeader: z
+      .string()
+      .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be an HTTP header name')
+      .default('authorization'),
+    /** Scheme before the secret (`Bearer <secret>`); empty for the bare secret (e.g. with `x-api-key`). @default 'Bearer' */
+    authScheme: z
+      .string()
+      .regex(/^[A-Za-z0-9-]*$/, 'must be a single word such as Bearer, or empty')
+      .default('Bearer'),
+  })
+  .superRefine((c, ctx) => {
+    const problem = budgetProblem(c.requestsPerMinute, c.inspectReserve);
+    if (problem) ctx.addIssue({ code: 'custom', path: ['inspectReserve'], message: problem });
+  });
 export type CredentialConfig = z.infer<typeof credentialSchema>;
+
+/** A credential's budget split (validated by {@link credentialSchema}, so it never throws for loaded config). */
+export function budgetOf(c: Pick<CredentialConfig, 'requestsPerMinute' | 'inspectReserve'>): BudgetSplit {
+  return splitBudget(c.requestsPerMinute, c.inspectReserve);
+}
 
 /** The Temporal connection, from the SDK's environment configuration. */
 export interface TemporalConfig {
@@ -126,6 +151,8 @@ export interface RetryqConfig {
   credentials: CredentialConfig[];
   dev: DevConfig;
   intents: IntentDefaults;
+  /** Port of the workers' Prometheus endpoint (`/metrics`); 0 = none. @default 9464 */
+  metricsPort: number;
 }
 
 /** Every variable retryq reads, with its default and meaning (the README's configuration reference). */
@@ -143,6 +170,7 @@ export const CONFIG_VARIABLES = [
   ['RETRYQ_DEV_IP', '127.0.0.1', 'embedded dev server: address to bind'],
   ['RETRYQ_DEV_PORT', '7233', 'embedded dev server: gRPC port'],
   ['RETRYQ_UI_PORT', '8233', 'embedded dev server: Web UI port'],
+  ['RETRYQ_METRICS_PORT', '9464', 'workers: Prometheus metrics at /metrics on this port (0: off)'],
 ] as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -210,10 +238,15 @@ export function loadConfig(env: Env = process.env): RetryqConfig {
   if (dev.port === dev.uiPort)
     problems.push({ variable: 'RETRYQ_UI_PORT', value: String(dev.uiPort), rule: 'must differ from RETRYQ_DEV_PORT' });
 
+  let metricsPort = 9464;
+  const metricsRaw = raw('RETRYQ_METRICS_PORT');
+  if (metricsRaw === '0') metricsPort = 0;
+  else if (metricsRaw !== undefined) metricsPort = port('RETRYQ_METRICS_PORT', 9464);
+
   const temporal = loadTemporal(env, dev, problems);
 
   if (problems.length > 0) throw new ConfigError(problems);
-  return { temporal, taskQueuePrefix: prefix, credentials, dev, intents };
+  return { temporal, taskQueuePrefix: prefix, credentials, dev, intents, metricsPort };
 }
 
 function parseCredentials(text: string | undefined, problems: ConfigProblem[]): CredentialConfig[] {

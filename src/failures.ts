@@ -33,6 +33,11 @@ export const FailureType = {
   Permanent: 'Permanent',
   /** A write may have reached the provider and got no definite answer: inspect before anything else. */
   OutcomeUnknown: 'OutcomeUnknown',
+  /**
+   * Not sent: the credential's load control held the call (its gate is closed after a rate limit, its pacer has no
+   * slot soon enough, or it is blocked after a quota answer). Not an attempt; the details carry a {@link CredentialHold}.
+   */
+  CredentialHeld: 'CredentialHeld',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 const failureTypes: ReadonlySet<string> = new Set(Object.values(FailureType));
@@ -147,4 +152,67 @@ export function evidenceFromFailure(err: unknown, method: string, purpose: 'disp
 
 function stripUndefined(e: z.infer<typeof evidenceSchema>): Evidence {
   return Object.fromEntries(Object.entries(e).filter(([, v]) => v !== undefined)) as unknown as Evidence;
+}
+
+/** Why a call was held by the credential's load control (the second detail of a `CredentialHeld` failure). */
+export type CredentialHold =
+  | {
+      /** `rate_limited`: the gate is closed after a rate-limit answer; `paced`: no send slot within the horizon. */
+      kind: 'rate_limited' | 'paced';
+      credential: string;
+      /** How long from the moment the activity gave up until the gate opens / the slot comes (ms). */
+      holdMs: number;
+      /** Place among the calls held by the same floor (spreads their wake-ups). */
+      rank: number;
+      /** The rate held calls may be released at (the credential's dispatch or inspection budget per minute). */
+      perMinute: number;
+      /** What closed the gate, for people. */
+      why?: string | undefined;
+    }
+  | {
+      kind: 'blocked';
+      credential: string;
+      /** Why the credential is blocked (the quota or spending-limit answer). */
+      reason: string;
+      /** ISO time it was blocked. */
+      since: string;
+    };
+
+/** The failure an activity throws when load control held its call: nothing was sent, it is not an attempt. */
+export function credentialHeldFailure(
+  hold: CredentialHold,
+  method: string,
+  purpose: 'dispatch' | 'inspect',
+): ApplicationFailure {
+  const evidence: Evidence = { method, purpose, sent: 'no', transport: 'other', code: 'credential_held' };
+  const message =
+    hold.kind === 'blocked'
+      ? `credential ${hold.credential} is blocked (${hold.reason}); not sent`
+      : hold.kind === 'rate_limited'
+        ? `credential ${hold.credential} is rate limited for ${Math.ceil(hold.holdMs / 1000)} s more; not sent`
+        : `credential ${hold.credential} has no send slot for ${Math.ceil(hold.holdMs / 1000)} s; not sent`;
+  return ApplicationFailure.create({
+    type: FailureType.CredentialHeld,
+    message,
+    nonRetryable: true,
+    details: [{ evidence } satisfies FailureDetails, hold],
+    category: ApplicationFailureCategory.BENIGN,
+  });
+}
+
+/** The hold carried by a `CredentialHeld` activity failure, or `undefined` for any other error. No zod: workflow-safe. */
+export function holdFromFailure(err: unknown): CredentialHold | undefined {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (!(cause instanceof ApplicationFailure) || cause.type !== FailureType.CredentialHeld) return undefined;
+  const hold = cause.details?.[1] as Partial<CredentialHold> | undefined;
+  if (!hold || typeof hold !== 'object' || typeof hold.credential !== 'string') return undefined;
+  if (hold.kind === 'blocked' && typeof hold.reason === 'string' && typeof hold.since === 'string')
+    return hold as CredentialHold;
+  if ((hold.kind === 'rate_limited' || hold.kind === 'paced') && typeof hold.holdMs === 'number' && hold.holdMs >= 0)
+    return {
+      ...(hold as CredentialHold),
+      rank: typeof hold.rank === 'number' ? hold.rank : 0,
+      perMinute: typeof hold.perMinute === 'number' && hold.perMinute > 0 ? hold.perMinute : 60,
+    } as CredentialHold;
+  return undefined;
 }

@@ -81,7 +81,7 @@ export function demoCredential(): CredentialConfig {
     // retryq's own budget is deliberately above the provider's limit, so the demo shows Retry-After at work.
     requestsPerMinute: 240,
     concurrency: 8,
-    inspectRequestsPerMinute: 120,
+    inspectReserve: 0.2,
     inspectConcurrency: 2,
     authHeader: 'authorization',
     authScheme: 'Bearer',

@@ -43,3 +43,13 @@ export type { ClassifyOptions, Decision, InspectionDecision } from './classify.j
 export { classify, classifyInspection } from './classify.js';
 export type { BackoffPolicy, NextAttemptInput, RetryPolicy, Schedule } from './schedule.js';
 export { backoffDelayMs, nextAttempt } from './schedule.js';
+export type { BudgetSplit, PacerState, SlotGrant, SpreadInput } from './load.js';
+export {
+  PACING_MARGIN,
+  budgetProblem,
+  grantSlot,
+  initialPacer,
+  slotIntervalMs,
+  splitBudget,
+  spreadWakeUp,
+} from './load.js';

@@ -9,3 +9,13 @@
  */
 export { intentWorkflow, cancelSignal, retryNowSignal, statusQuery } from './intent.js';
 export type { IntentWorkflowOptions, CarriedState } from './intent.js';
+export {
+  credentialWorkflow,
+  acquireSlotsUpdate,
+  rateLimitedUpdate,
+  blockUpdate,
+  resumeUpdate,
+  credentialStateQuery,
+  credentialWorkflowId,
+} from './credential.js';
+export type { CredentialState, CredentialWorkflowInput } from './credential.js';

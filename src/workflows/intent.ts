@@ -33,7 +33,8 @@ import {
 } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair } from '@temporalio/common/lib/search-attributes.js';
 import type { Activities, DispatchResult, InspectResult } from '../activities/index.js';
-import { IntentFailureType, describeEvidence, evidenceFromFailure } from '../failures.js';
+import { IntentFailureType, describeEvidence, evidenceFromFailure, holdFromFailure } from '../failures.js';
+import type { CredentialHold } from '../failures.js';
 import { ATTEMPT_LOG_LIMIT, Phase, describeTarget } from '../intent.js';
 import type {
   AttemptRecord,
@@ -44,6 +45,7 @@ import type {
   Reservation,
 } from '../intent.js';
 import { classify, headerValue, nextAttempt } from '../policy/index.js';
+import { spreadWakeUp } from '../policy/load.js';
 import type { Decision, Evidence, Schedule } from '../policy/index.js';
 import {
   credentialKey,
@@ -53,6 +55,11 @@ import {
   retryPhaseKey,
 } from '../search-attributes.js';
 import { taskQueues } from '../task-queues.js';
+
+/** Room for a call to wait for its send slot inside the activity (the load-control horizon). */
+const SLOT_WAIT_MS = 10_000;
+/** While its credential is blocked, an intent looks again this often (an operator's resume also wakes it at once). */
+const BLOCKED_RECHECK_MS = 5 * 60_000;
 
 /** Stops further dispatch and records why. An in-flight or unknown operation becomes a reservation. */
 export const cancelSignal = defineSignal<[{ reason?: string }]>('cancel');
@@ -170,6 +177,24 @@ class IntentRun {
       case Phase.inspecting:
         return `Checking with the provider whether attempt ${s.attempts} took effect (inspection ${s.inspections}) before anything else is sent.`;
       case Phase.waiting: {
+        const held = s.held;
+        if (held?.reason === 'rate_limited')
+          return (
+            `Waiting: credential ${held.credential} is rate limited until ${clock(held.until)}` +
+            `${held.why ? ` (${held.why})` : ''}; this intent's turn comes at ${clock(s.nextAttemptAt)}. ` +
+            `Nothing was sent and no attempt was used (${attempt} so far).`
+          );
+        if (held?.reason === 'paced')
+          return (
+            `Waiting for a send slot of credential ${held.credential} at ${clock(s.nextAttemptAt)}: its budget is in ` +
+            `use${held.why ? ` (${held.why})` : ''}. Nothing was sent (${attempt} so far).`
+          );
+        if (held?.reason === 'blocked')
+          return (
+            `Held: credential ${held.credential} is blocked (${held.why ?? 'quota'}) until an operator runs ` +
+            `\`retryq credentials resume ${held.credential}\`. Nothing is sent; the intent expires at its deadline ` +
+            `${clock(s.deadline)} (${attempt} so far).`
+          );
         const ev = s.lastEvidence;
         const what = this.needsInspection ? 'to inspect the unknown outcome' : 'for provider';
         const why =
@@ -220,7 +245,12 @@ class IntentRun {
         continue;
       }
       if (Date.now() >= this.deadlineMs)
-        return this.finish(Phase.expired, `deadline ${this.spec.deadline} reached before the next provider call`);
+        return this.finish(
+          Phase.expired,
+          this.status.held?.reason === 'blocked'
+            ? `deadline ${this.spec.deadline} reached while credential ${this.spec.credential} was blocked (${this.status.held.why ?? 'quota'}) and not resumed`
+            : `deadline ${this.spec.deadline} reached before the next provider call`,
+        );
       if (workflowInfo().continueAsNewSuggested) {
         await condition(allHandlersFinished);
         await continueAsNew<typeof intentWorkflow>(this.spec, { ...this.optionsForNextRun(), carried: this.carry() });
@@ -278,7 +308,7 @@ class IntentRun {
     const startedAt = new Date().toISOString();
     const { dispatch } = proxyActivities<Activities>({
       taskQueue: this.queues.actions(this.spec.credential),
-      startToCloseTimeout: this.spec.policy.attemptTimeoutMs + 10_000,
+      startToCloseTimeout: this.spec.policy.attemptTimeoutMs + 10_000 + SLOT_WAIT_MS,
       // Not started by the deadline = never started: no dispatch after the deadline (invariant 7). No minimum
       // beyond 1 ms (a zero timeout means "none"): any floor would let a dispatch start after the deadline.
       scheduleToStartTimeout: Math.max(1, this.deadlineMs - Date.now()),
@@ -297,11 +327,19 @@ class IntentRun {
       });
     } catch (err) {
       if (isCancellation(err)) throw err;
+      const hold = holdFromFailure(err);
+      if (hold) {
+        // Load control held the call: nothing was sent, so it was not an attempt.
+        s.attempts--;
+        return this.held(hold, 'dispatch');
+      }
+      s.held = undefined;
       const evidence = evidenceFromFailure(err, this.spec.action.method, 'dispatch');
       const decision = classify(evidence, { now: new Date(), codes: this.spec.codes });
       return this.afterDispatch(evidence, decision, startedAt);
     }
     const evidence: EvidenceSummary = { status: result.status, sent: 'yes', decision: 'success' };
+    s.held = undefined;
     s.lastEvidence = evidence;
     this.record({ kind: 'dispatch', attempt: s.attempts, startedAt, evidence });
     s.result = { status: result.status, body: result.body, ...(result.truncated ? { truncated: true } : {}) };
@@ -402,7 +440,7 @@ class IntentRun {
     const startedAt = new Date().toISOString();
     const { inspect } = proxyActivities<Activities>({
       taskQueue: this.queues.inspect(this.spec.credential),
-      startToCloseTimeout: this.spec.policy.attemptTimeoutMs + 10_000,
+      startToCloseTimeout: this.spec.policy.attemptTimeoutMs + 10_000 + SLOT_WAIT_MS,
       scheduleToStartTimeout: Math.max(1000, this.deadlineMs - Date.now()),
       retry: { maximumAttempts: 1 },
       summary: `inspect attempt ${s.attempts} by idempotency key`,
@@ -418,6 +456,13 @@ class IntentRun {
       });
     } catch (err) {
       if (isCancellation(err)) throw err;
+      const hold = holdFromFailure(err);
+      if (hold) {
+        s.inspections--;
+        this.inspectionsSinceUnknown--;
+        return this.held(hold, 'inspect');
+      }
+      s.held = undefined;
       const evidence = evidenceFromFailure(err, 'GET', 'inspect');
       const decision = classify(evidence, { now: new Date(), codes: this.spec.codes });
       const summary = summarize(evidence, decision);
@@ -435,7 +480,49 @@ class IntentRun {
           : decision;
       return this.schedule(asTransient, this.inspectionsSinceUnknown, entry, 'inspect');
     }
+    s.held = undefined;
     return this.afterInspection(found, startedAt);
+  }
+
+  /**
+   * The one place a hold by the credential's load control becomes Temporal calls: wait durably (a timer) until the
+   * gate opens — spread after it by the place the credential handed out, so released intents do not stampede — or
+   * until the slot comes; while the credential is blocked, until an operator resumes it (the resume command wakes
+   * waiting intents; they also look again every few minutes) or the deadline.
+   */
+  async held(hold: CredentialHold, next: 'dispatch' | 'inspect'): Promise<IntentOutcome | undefined> {
+    const s = this.status;
+    const now = Date.now();
+    if (hold.kind === 'blocked') {
+      s.held = { credential: hold.credential, reason: 'blocked', why: hold.reason, since: hold.since };
+      this.setDue(Math.min(this.deadlineMs, now + BLOCKED_RECHECK_MS));
+      return undefined;
+    }
+    const floor = now + hold.holdMs;
+    const wake =
+      hold.kind === 'rate_limited'
+        ? spreadWakeUp({ floorMs: floor, rank: hold.rank, perMinute: hold.perMinute, random: Math.random })
+        : floor;
+    s.held = {
+      credential: hold.credential,
+      reason: hold.kind,
+      until: new Date(floor).toISOString(),
+      ...(hold.why ? { why: hold.why } : {}),
+    };
+    if (hold.kind === 'rate_limited' && next === 'dispatch') {
+      // The gate's time is a server-permitted time for this intent too: "retry now" never goes before it.
+      this.permittedAtMs = Math.max(this.permittedAtMs ?? 0, floor);
+      s.permittedAt = new Date(this.permittedAtMs).toISOString();
+    }
+    if (wake > this.deadlineMs)
+      return this.finish(
+        Phase.expired,
+        hold.kind === 'rate_limited'
+          ? `credential ${hold.credential} is rate limited until ${new Date(floor).toISOString()}; this intent's turn would come past the deadline ${this.spec.deadline}`
+          : `the next send slot of credential ${hold.credential} lies past the deadline ${this.spec.deadline}`,
+      );
+    this.setDue(wake);
+    return undefined;
   }
 
   /** The one place an inspection result becomes Temporal calls. */

@@ -46,7 +46,7 @@ beforeAll(async () => {
           secretEnv: 'UNUSED',
           requestsPerMinute: 600,
           concurrency: 4,
-          inspectRequestsPerMinute: 120,
+          inspectReserve: 0.2,
           inspectConcurrency: 2,
           authHeader: 'authorization',
           authScheme: 'Bearer',

@@ -56,7 +56,7 @@ describe('loadConfig with credentials', () => {
         secretEnv: 'ACME_PROD_KEY',
         requestsPerMinute: 600,
         concurrency: 4,
-        inspectRequestsPerMinute: 120,
+        inspectReserve: 0.2,
         inspectConcurrency: 2,
         authHeader: 'authorization',
         authScheme: 'Bearer',

@@ -23,7 +23,7 @@
  * ```
  */
 export { startProviderSim } from './server.js';
-export type { KeyMetrics, ProviderSim, ProviderSimOptions, SimMetrics } from './server.js';
+export type { AnsweredRequest, KeyMetrics, ProviderSim, ProviderSimOptions, SimMetrics } from './server.js';
 export {
   formatPath,
   isScenarioError,

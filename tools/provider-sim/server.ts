@@ -39,6 +39,23 @@ export interface ProviderSimOptions {
   now?: () => number;
   /** Called with unexpected internal errors (answered as 500 `internal_error`). @default ignore */
   onError?: (error: unknown) => void;
+  /** Called for every answer the simulator sends (see {@link AnsweredRequest}); benchmarks build request logs from it. */
+  onAnswer?: (answered: AnsweredRequest) => void;
+}
+
+/** One answered request, as `onAnswer` sees it. */
+export interface AnsweredRequest {
+  /** Simulator clock (ms) when the answer was sent. */
+  atMs: number;
+  method: string;
+  path: string;
+  /** The authenticated key's id. */
+  keyId: string | undefined;
+  /** The request's `Idempotency-Key` header, if any. */
+  idempotencyKey: string | undefined;
+  status: number;
+  /** The `Retry-After` header sent, if any. */
+  retryAfter: string | undefined;
 }
 
 /** Metrics for one API key: its counters plus its configured limits. */
@@ -197,6 +214,7 @@ class SimulatedProvider implements ProviderSim {
   readonly #sockets = new Set<Socket>();
   readonly #now: () => number;
   readonly #onError: (error: unknown) => void;
+  readonly #onAnswer: ((answered: AnsweredRequest) => void) | undefined;
   readonly #lifetime = new AbortController();
   readonly #webhooks = new WebhookSender();
   readonly #limiter = new SlidingWindowLimiter(60_000);
@@ -218,6 +236,7 @@ class SimulatedProvider implements ProviderSim {
     this.#port = options.port ?? 0;
     this.#now = options.now ?? Date.now;
     this.#onError = options.onError ?? (() => undefined);
+    this.#onAnswer = options.onAnswer;
     this.#scenario = parseScenario(options.scenario ?? {});
     this.#rules = new RuleBook(this.#scenario.rules);
     this.#store = new OperationStore(this.#scenario.maxOperations);
@@ -502,6 +521,18 @@ class SimulatedProvider implements ProviderSim {
     res.setHeader('Content-Length', Buffer.byteLength(payload));
     res.end(payload);
     if (exchange.counted) this.#metrics.answer(exchange.keyId, answer.status);
+    if (this.#onAnswer) {
+      const key = exchange.req.headers['idempotency-key'];
+      this.#onAnswer({
+        atMs: this.#now(),
+        method: exchange.method,
+        path: exchange.path,
+        keyId: exchange.keyId,
+        idempotencyKey: typeof key === 'string' ? key : undefined,
+        status: answer.status,
+        retryAfter: Object.entries(answer.headers ?? {}).find(([name]) => name.toLowerCase() === 'retry-after')?.[1],
+      });
+    }
   }
 
   /** Deliberately never answers: the socket stays open until the client gives up or the simulator closes. */
