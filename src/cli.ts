@@ -10,6 +10,8 @@
  * retryq list [--phase P] [--credential C]
  * retryq cancel <key> [--reason R]
  * retryq retry-now <key>
+ * retryq credentials [--json]      per credential: budget split, gate, block, in-flight and waiting intents
+ * retryq credentials resume <id>   lift a credential's quota block and wake its waiting intents
  * retryq proxy --upstream NAME=URL  synchronous retrying proxy for idempotent reads
  * retryq sim [--scenario FILE]      the simulated provider
  * retryq doctor                    which Temporal binaries are used, and their versions
@@ -40,6 +42,13 @@ import { runDemo } from './demo/run.js';
 import { DEMO_API_KEY, DEMO_CREDENTIAL, defaultDemoSize, demoCredential, demoScenario } from './demo/scenario.js';
 import { runProviderSimCli, startProviderSim } from '../tools/provider-sim/index.js';
 import { proxyCommand } from './proxy/command.js';
+import { LoadMetrics, serveMetrics } from './load-control/metrics.js';
+import {
+  CredentialNotFound,
+  credentialsReport,
+  formatCredentials,
+  resumeCredential,
+} from './load-control/credentials-report.js';
 
 export const ExitCode = { ok: 0, failure: 1, usage: 2, notFound: 3, conflict: 4, config: 78 } as const;
 
@@ -122,10 +131,12 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
   const secrets = new Map(resolveSecrets(config.credentials));
   if (sim) secrets.set(DEMO_CREDENTIAL, DEMO_API_KEY);
   let dev: Awaited<ReturnType<typeof startDev>>;
+  const metrics = await startMetrics(config);
   try {
-    dev = await startDev({ config: devConfig, secrets, log: io.err });
+    dev = await startDev({ config: devConfig, secrets, log: io.err, metrics: metrics.metrics });
   } catch (err) {
     await sim?.close();
+    await metrics.close();
     throw err;
   }
   const lines = [
@@ -181,6 +192,7 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
   io.err(first === 'signal' ? 'Stopping: draining workers…' : 'The workers stopped; shutting down…');
   await dev.stop();
   await sim?.close();
+  await metrics.close();
   io.err('Stopped.');
   if (workerError !== undefined) throw workerError instanceof Error ? workerError : new Error('worker failed');
   return ExitCode.ok;
@@ -202,7 +214,8 @@ async function cmdWorker(argv: string[], config: RetryqConfig): Promise<number> 
   installRuntime({ level: 'INFO' });
   const secrets = resolveSecrets(config.credentials);
   const connection = await connectWorker(config.temporal);
-  const workers = await createWorkers({ config, connection, secrets });
+  const metrics = await startMetrics(config);
+  const workers = await createWorkers({ config, connection, secrets, metrics: metrics.metrics });
   const running = workers.run();
   io.err(
     `retryq workers polling ${config.temporal.address} (namespace ${config.temporal.namespace}); Ctrl-C to drain and stop.`,
@@ -211,7 +224,25 @@ async function cmdWorker(argv: string[], config: RetryqConfig): Promise<number> 
   workers.shutdown();
   await running;
   await connection.close();
+  await metrics.close();
   return ExitCode.ok;
+}
+
+/** The workers' Prometheus endpoint (RETRYQ_METRICS_PORT); a port already in use is reported, not fatal. */
+async function startMetrics(config: RetryqConfig): Promise<{ metrics: LoadMetrics; close: () => Promise<void> }> {
+  const metrics = new LoadMetrics({ processMetrics: true });
+  if (config.metricsPort === 0) return { metrics, close: () => Promise.resolve() };
+  try {
+    const server = await serveMetrics(metrics, config.metricsPort);
+    io.err(`Worker metrics (Prometheus): http://localhost:${config.metricsPort}/metrics`);
+    return { metrics, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  } catch (err) {
+    io.err(
+      `retryq: no metrics endpoint: port ${config.metricsPort} is not available (${(err as Error).message}); ` +
+        'set RETRYQ_METRICS_PORT to a free port, or 0 to turn the endpoint off. The workers run anyway.',
+    );
+    return { metrics, close: () => Promise.resolve() };
+  }
 }
 
 async function withClient<T>(config: RetryqConfig, fn: (rq: RetryqClient) => Promise<T>): Promise<T> {
@@ -424,6 +455,55 @@ async function cmdRetryNow(argv: string[], config: RetryqConfig): Promise<number
   });
 }
 
+const CREDENTIALS_HELP = `retryq credentials [--json]       each configured credential's load control: its budget split,
+                                  gate (rate limited until when, and why), block, in-flight and waiting intents
+retryq credentials resume <id>    lift the block a quota or spending-limit answer set on a credential (do this once
+                                  the limit is raised or the period renewed); its waiting intents are woken at once`;
+
+async function cmdCredentials(argv: string[], config: RetryqConfig): Promise<number> {
+  const { values, positionals } = parse(argv, { json: { type: 'boolean' } }, 2);
+  if (values.help) {
+    io.out(CREDENTIALS_HELP);
+    return ExitCode.ok;
+  }
+  const [sub, id] = positionals;
+  if (sub !== undefined && sub !== 'resume')
+    throw new UsageError(
+      `unknown credentials command "${sub}"; use \`retryq credentials\` or \`retryq credentials resume <id>\``,
+    );
+  if (sub === 'resume') {
+    if (!id) throw new UsageError('credentials resume needs a credential id: retryq credentials resume <id>');
+    return withClient(config, async (rq) => {
+      try {
+        const r = await resumeCredential({ client: rq.client, prefix: config.taskQueuePrefix, credential: id });
+        if (values.json) io.out(JSON.stringify({ credential: id, ...r }));
+        else
+          io.out(
+            r.wasBlocked
+              ? `Credential ${id} resumed (it was blocked since ${r.wasBlocked.since}: ${r.wasBlocked.reason}); woke ${r.woken} waiting intent${r.woken === 1 ? '' : 's'}.`
+              : `Credential ${id} was not blocked; woke ${r.woken} waiting intent${r.woken === 1 ? '' : 's'} anyway.`,
+          );
+        return ExitCode.ok;
+      } catch (err) {
+        if (err instanceof CredentialNotFound) {
+          io.err(`retryq: ${err.message}`);
+          return ExitCode.notFound;
+        }
+        throw err;
+      }
+    });
+  }
+  return withClient(config, async (rq) => {
+    const rows = await credentialsReport({
+      client: rq.client,
+      prefix: config.taskQueuePrefix,
+      credentials: config.credentials,
+    });
+    io.out(values.json ? JSON.stringify(rows, null, 2) : formatCredentials(rows));
+    return ExitCode.ok;
+  });
+}
+
 async function cmdDoctor(argv: string[]): Promise<number> {
   const { values } = parse(argv, { json: { type: 'boolean' } });
   const cli = await resolveTemporalCli({ log: io.err });
@@ -446,6 +526,7 @@ const COMMANDS: Record<string, (argv: string[], config: RetryqConfig) => Promise
   list: cmdList,
   cancel: cmdCancel,
   'retry-now': cmdRetryNow,
+  credentials: cmdCredentials,
 };
 
 const HELP = `retryq — a durable retry queue for outbound API actions, on Temporal
@@ -458,6 +539,7 @@ Commands:
   list         list intents (--phase, --credential)
   cancel KEY   stop further dispatch (--reason)
   retry-now KEY  end the current wait early (never before the server permits)
+  credentials  load control per credential (budget, gate, block); \`credentials resume ID\` lifts a block
   proxy        synchronous retrying proxy for idempotent reads (see \`retryq proxy --help\`)
   sim          the simulated provider (see \`retryq sim --help\`)
   doctor       show the Temporal binaries in use

@@ -106,6 +106,8 @@ export const credentialSchema = z
       .default('Bearer'),
   })
   .superRefine((c, ctx) => {
+    // A bad requestsPerMinute is reported on its own; the split is judged only against a valid one.
+    if (!Number.isInteger(c.requestsPerMinute) || c.requestsPerMinute < 2) return;
     const problem = budgetProblem(c.requestsPerMinute, c.inspectReserve);
     if (problem) ctx.addIssue({ code: 'custom', path: ['inspectReserve'], message: problem });
   });

@@ -165,6 +165,6 @@ export function spreadWakeUp(input: SpreadInput): number {
   if (!Number.isFinite(perMinute) || perMinute <= 0) throw new RangeError(`perMinute must be > 0 (got ${perMinute})`);
   const r = input.random();
   const u = typeof r === 'number' && Number.isFinite(r) ? Math.min(Math.max(r, 0), 0.999_999) : 0.5;
-  const slice = 60_000 / perMinute;
-  return Math.ceil(floorMs) + Math.floor((rank + u) * slice);
+  // Multiply before dividing: (rank · 60 000) / perMinute is exact where rank · (60 000 / perMinute) may fall short.
+  return Math.ceil(floorMs) + Math.floor(((rank + u) * 60_000) / perMinute);
 }

@@ -201,7 +201,7 @@ export async function credentialWorkflow(input: CredentialWorkflowInput): Promis
       };
     },
     {
-      validator: (req) => {
+      validator: (req: AcquireRequest) => {
         if (!Array.isArray(req.wants) || req.wants.some((w: unknown) => w !== 'dispatch' && w !== 'inspect'))
           throw new Error('wants must list "dispatch" or "inspect"');
         if (!(req.budget.dispatchPerMinute > 0 && req.budget.inspectPerMinute > 0 && req.budget.totalPerMinute > 0))

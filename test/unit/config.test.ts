@@ -89,6 +89,31 @@ describe('loadConfig with credentials', () => {
     expect(byVar['RETRYQ_DEFAULT_DEADLINE']?.rule).toContain("'30s'");
   });
 
+  it('explains a budget that cannot work: the inspection reserve must leave dispatch a positive rate', () => {
+    const problems = problemsOf(
+      creds([
+        { id: 'a', secretEnv: 'A_KEY', requestsPerMinute: 10, inspectReserve: 10 },
+        { id: 'b', secretEnv: 'B_KEY', inspectReserve: 2.5 },
+        { id: 'c', secretEnv: 'C_KEY', requestsPerMinute: 1 },
+      ]),
+    );
+    const byVar = Object.fromEntries(problems.map((p) => [p.variable, p]));
+    expect(byVar['RETRYQ_CREDENTIALS[0].inspectReserve']?.rule).toBe(
+      'inspectReserve 10 reserves 10 of the 10 requests per minute for inspections, leaving dispatch 0; reserve less ' +
+        '(at most 9 per minute, or a share below 0.950) or raise requestsPerMinute',
+    );
+    expect(byVar['RETRYQ_CREDENTIALS[1].inspectReserve']?.rule).toContain('must be a whole number');
+    expect(byVar['RETRYQ_CREDENTIALS[2].requestsPerMinute']?.rule).toContain('at least 2');
+    expect(Object.keys(byVar)).toHaveLength(3);
+  });
+
+  it('reads the metrics port, 0 turning the endpoint off', () => {
+    expect(loadConfig({}).metricsPort).toBe(9464);
+    expect(loadConfig({ RETRYQ_METRICS_PORT: '0' }).metricsPort).toBe(0);
+    expect(loadConfig({ RETRYQ_METRICS_PORT: '9100' }).metricsPort).toBe(9100);
+    expect(problemsOf({ RETRYQ_METRICS_PORT: 'x' })[0]?.variable).toBe('RETRYQ_METRICS_PORT');
+  });
+
   it('rejects malformed JSON with an example of the expected shape', () => {
     const [p] = problemsOf({ RETRYQ_CREDENTIALS: '[{id: acme}]' });
     expect(p?.variable).toBe('RETRYQ_CREDENTIALS');
