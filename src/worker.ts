@@ -117,14 +117,11 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
   const roles = { workflows: true, actions: true, inspect: true, ...setup.roles };
   const workers: Worker[] = [];
   if (roles.workflows) {
-    workers.push(
-      await Worker.create({
-        connection,
-        namespace,
-        taskQueue: queues.workflows,
-        workflowBundle: setup.workflowBundle ?? (await intentWorkflowBundle()),
-      }),
-    );
+    const workflowBundle = setup.workflowBundle ?? (await intentWorkflowBundle());
+    workers.push(await Worker.create({ connection, namespace, taskQueue: queues.workflows, workflowBundle }));
+    // The credentials' entity workflows, on their own queue: a burst of intent tasks never delays a send slot.
+    if (loadControl)
+      workers.push(await Worker.create({ connection, namespace, taskQueue: queues.credentials, workflowBundle }));
   }
   for (const c of config.credentials) {
     if (roles.actions)

@@ -45,7 +45,7 @@ const BATCH = 64;
 
 export interface CredentialGatesOptions {
   client: Client;
-  /** Task queue prefix (the entity workflows run on `<prefix>.workflows`). @default 'retryq' */
+  /** Task queue prefix (the entity workflows run on `<prefix>.credentials`). @default 'retryq' */
   prefix?: string;
   /** Each credential's budget (from config). */
   budgets: ReadonlyMap<string, BudgetSplit>;
@@ -157,7 +157,7 @@ class CredentialChannel {
   startOperation() {
     return new WithStartWorkflowOperation(credentialWorkflow, {
       workflowId: this.workflowId,
-      taskQueue: taskQueues(this.gates.prefix).workflows,
+      taskQueue: taskQueues(this.gates.prefix).credentials,
       args: [{ credential: this.credential, budget: this.budget }],
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
       staticSummary: `load control of credential ${this.credential}`,
