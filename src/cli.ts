@@ -40,7 +40,7 @@ import { PortInUse, ServerExited } from './temporal/server-process.js';
 import { createWorkers } from './worker.js';
 import { runDemo } from './demo/run.js';
 import { DEMO_API_KEY, DEMO_CREDENTIAL, defaultDemoSize, demoCredential, demoScenario } from './demo/scenario.js';
-import { runProviderSimCli, startProviderSim } from '../tools/provider-sim/index.js';
+import { runProviderSimCli, startProviderSim } from './sim/index.js';
 import { proxyCommand } from './proxy/command.js';
 import { LoadMetrics, serveMetrics } from './load-control/metrics.js';
 import {
