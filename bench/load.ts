@@ -40,8 +40,8 @@ import { installRuntime } from '../src/temporal/runtime.js';
 import { startDevServer } from '../src/temporal/server-process.js';
 import { createWorkers, intentWorkflowBundle } from '../src/worker.js';
 import type { RetryqWorkers } from '../src/worker.js';
-import { startProviderSim } from '../tools/provider-sim/index.js';
-import type { AnsweredRequest } from '../tools/provider-sim/index.js';
+import { startProviderSim } from '../src/sim/index.js';
+import type { AnsweredRequest } from '../src/sim/index.js';
 import { plainActivities } from './load/plain-activities.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));

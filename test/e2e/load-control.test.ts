@@ -9,7 +9,7 @@ import { workflowIdOf } from '../../src/client.js';
 import { credentialsReport, resumeCredential } from '../../src/load-control/credentials-report.js';
 import { credentialStateQuery, credentialWorkflowId } from '../../src/workflows/index.js';
 import type { IntentStatus } from '../../src/intent.js';
-import type { ScenarioInput } from '../../tools/provider-sim/index.js';
+import type { ScenarioInput } from '../../src/sim/index.js';
 import { CREDENTIAL, ms, testCredential, useIntentHarness } from '../support/intent-harness.js';
 import type { IntentTest } from '../support/intent-harness.js';
 import { useWorkerProcesses } from '../support/worker-process.js';
