@@ -104,6 +104,8 @@ interface Result {
   succeeded: number;
   makespanMs: number;
   makespanOverIdeal: number;
+  /** From the first provider call to the last success, over (N − 1) / L: the pacing alone, without start-up. */
+  pacedOverIdeal: number;
   providerCalls: number;
   inspections: number;
   rateLimited: number;
@@ -166,6 +168,8 @@ function analyse(
     succeeded,
     makespanMs,
     makespanOverIdeal: Math.round((makespanMs / idealMs) * 1000) / 1000,
+    pacedOverIdeal:
+      Math.round(((lastSuccess - (writes[0]?.atMs ?? startedMs)) / (((N - 1) / L) * 60_000)) * 1000) / 1000,
     providerCalls: writes.length,
     inspections: answers.length - writes.length,
     rateLimited: limited.length,
@@ -203,7 +207,7 @@ async function startChildWorker(address: string, prefix: string, credential: Cre
   return child;
 }
 
-async function runScenario(s: Scenario, address: string, client: Client): Promise<Result> {
+async function runScenario(s: Scenario, address: string, client: Client): Promise<Result & { submitTookMs: number }> {
   const answers: AnsweredRequest[] = [];
   const sim = await startProviderSim({
     scenario: {
@@ -223,6 +227,7 @@ async function runScenario(s: Scenario, address: string, client: Client): Promis
   try {
     let succeeded = 0;
     let startedMs: number;
+    let submitted: Promise<number> = Promise.resolve(0);
     if (s.kind === 'retryq') {
       const credential = credentialSchema.parse({
         id: CREDENTIAL,
@@ -249,7 +254,7 @@ async function runScenario(s: Scenario, address: string, client: Client): Promis
       const rq = new RetryqClient({ client, taskQueuePrefix: prefix });
       log(`${s.id}: submitting ${N} intents (${s.name})`);
       startedMs = Date.now();
-      await Promise.all(
+      submitted = Promise.all(
         keys.map((key, i) =>
           rq.submit({
             idempotencyKey: key,
@@ -260,7 +265,8 @@ async function runScenario(s: Scenario, address: string, client: Client): Promis
             policy: { maxAttempts: 100, attemptTimeout: '10s' },
           }),
         ),
-      );
+      ).then(() => Date.now() - startedMs);
+      await submitted;
       for (const key of keys) if ((await rq.result(key)).phase === 'succeeded') succeeded++;
     } else {
       const taskQueue = `${prefix}.plain`;
@@ -276,7 +282,7 @@ async function runScenario(s: Scenario, address: string, client: Client): Promis
       running = w.run();
       log(`${s.id}: starting ${N} plain workflows (${s.name})`);
       startedMs = Date.now();
-      const handles = await Promise.all(
+      const starting = Promise.all(
         keys.map((key, i) =>
           client.workflow.start('plainIntentWorkflow', {
             taskQueue,
@@ -285,12 +291,17 @@ async function runScenario(s: Scenario, address: string, client: Client): Promis
           }),
         ),
       );
+      submitted = starting.then(() => Date.now() - startedMs);
+      const handles = await starting;
       for (const h of handles) {
         await h.result();
         succeeded++;
       }
     }
-    const result = analyse(s, answers, startedMs, succeeded, sim.metrics().totals.duplicates);
+    const result = {
+      ...analyse(s, answers, startedMs, succeeded, sim.metrics().totals.duplicates),
+      submitTookMs: await submitted,
+    };
     log(`${s.id}: done in ${Math.round(result.makespanMs / 1000)} s, ${result.rateLimited} × 429`);
     return result;
   } finally {
@@ -319,7 +330,7 @@ try {
   const results = values.parallel
     ? await Promise.all(list.map((s) => runScenario(s, server.address, client)))
     : await (async () => {
-        const out: Result[] = [];
+        const out: Array<Result & { submitTookMs: number }> = [];
         for (const s of list) out.push(await runScenario(s, server.address, client));
         return out;
       })();

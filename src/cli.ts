@@ -45,6 +45,7 @@ import { proxyCommand } from './proxy/command.js';
 import { LoadMetrics, serveMetrics } from './load-control/metrics.js';
 import {
   CredentialNotFound,
+  credentialLine,
   credentialsReport,
   formatCredentials,
   resumeCredential,
@@ -175,6 +176,14 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
       out: (t) => process.stdout.write(t),
       tty: Boolean(process.stdout.isTTY),
       signal: stopDemo.signal,
+      loadControl: async () => {
+        const [row] = await credentialsReport({
+          client: dev.client,
+          prefix: config.taskQueuePrefix,
+          credentials: [demoCredential()],
+        });
+        return row ? credentialLine(row) : undefined;
+      },
     }).then(
       () => {
         if (stopDemo.signal.aborted) return;

@@ -55,6 +55,8 @@ export interface DemoOptions {
   signal?: AbortSignal;
   /** Progress refresh interval. @default 1000 (ms) */
   refreshMs?: number;
+  /** The demo credential's load control as one line (budget, gate, block, in flight, waiting), when available. */
+  loadControl?: () => Promise<string | undefined>;
 }
 
 const PHASES = ['scheduled', 'dispatching', 'waiting', 'inspecting', 'succeeded', 'failed', 'expired', 'cancelled'];
@@ -108,6 +110,7 @@ export async function runDemo(opts: DemoOptions): Promise<DemoSummary> {
       .sort()[0];
     const m = opts.sim.metrics();
     const key = m.keys[DEMO_CREDENTIAL];
+    const control = await opts.loadControl?.().catch(() => undefined);
     const width = 30;
     const filled = Math.round((done / keys.length) * width);
     const lines = [
@@ -115,6 +118,7 @@ export async function runDemo(opts: DemoOptions): Promise<DemoSummary> {
       PHASES.map((p) => `${p} ${counts[p] ?? 0}`).join(' · '),
       `next wake-up ${nextWake ? `${nextWake.slice(11, 19)} UTC` : '—'} · provider ${(key?.requestsPerSecond ?? 0).toFixed(2)} req/s ` +
         `(limit ${((key?.rateLimitPerMinute ?? size.rateLimitPerMinute) / 60).toFixed(2)}/s) · 429s ${m.totals.rateLimited} · duplicates ${m.totals.duplicates}`,
+      ...(control ? [`load control ${control}`] : []),
     ];
     if (opts.tty) {
       if (drawnLines) opts.out(`\x1b[${drawnLines}A\x1b[J`);

@@ -130,6 +130,13 @@ export function formatCredentials(rows: readonly CredentialReport[]): string {
   return lines.join('\n\n');
 }
 
+/** One line for a live progress display: `acme-prod: gate closed until 12:03:07 UTC · not blocked · 4 in flight, 20 waiting`. */
+export function credentialLine(r: CredentialReport): string {
+  const gate = r.gate.state === 'closed' ? `gate closed until ${time(r.gate.closedUntil ?? '')}` : 'gate open';
+  const blocked = r.blocked ? `BLOCKED (${r.blocked.reason})` : 'not blocked';
+  return `${r.credential}: ${r.budget.totalPerMinute}/min · ${gate} · ${blocked} · ${r.inFlight} in flight, ${r.waiting} waiting`;
+}
+
 /** The credential has no load-control entity (no call was ever made with it under this prefix). */
 export class CredentialNotFound extends Error {
   override readonly name = 'CredentialNotFound';

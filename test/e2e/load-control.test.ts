@@ -4,7 +4,7 @@
  * the gate is a time that outlives a killed worker and opens on its own; a quota answer blocks the credential until
  * resumed; inspections still run while dispatches are gated. Real time: every wait is a few seconds.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { workflowIdOf } from '../../src/client.js';
 import { credentialsReport, resumeCredential } from '../../src/load-control/credentials-report.js';
 import { credentialStateQuery, credentialWorkflowId } from '../../src/workflows/index.js';
@@ -15,6 +15,8 @@ import type { IntentTest } from '../support/intent-harness.js';
 import { useWorkerProcesses } from '../support/worker-process.js';
 
 const h = useIntentHarness('dev-server');
+// Real gates of 8–30 s, child worker processes and sticky-queue timeouts after a kill: more than the default minute.
+vi.setConfig({ testTimeout: 180_000 });
 const processes = useWorkerProcesses();
 
 /** Intents whose key starts with `first-` are answered 429 with `Retry-After: seconds` once, then normally. */
@@ -52,7 +54,7 @@ async function submitHeld(t: IntentTest, count: number, label = 'order') {
 
 describe('when the provider answers one dispatch of a credential with 429 (invariant 13)', () => {
   it('holds every other pending dispatch of the credential in the same process until the permitted time: not sent, not attempts', async () => {
-    const t = await h.setup(firstRateLimited(4));
+    const t = await h.setup(firstRateLimited(8));
     const first = t.intent({ idempotencyKey: t.newKey('first') });
     await t.run(async () => {
       await t.submit(first);
@@ -72,9 +74,8 @@ describe('when the provider answers one dispatch of a credential with 429 (invar
       expect(details).toMatch(/^Waiting: credential acme-prod is rate limited until \d{2}:\d{2}:\d{2} UTC \(HTTP 429/);
       expect(details).toContain('Nothing was sent and no attempt was used');
 
-      // The wake-ups are spread after the floor, in the order the credential handed out places.
-      const wakes = statuses.map((s) => ms(s.nextAttemptAt));
-      expect(new Set(wakes).size).toBe(wakes.length);
+      // Each wakes after the gate opens (spread by its place; the spread itself is property-tested in unit tests).
+      for (const s of statuses) expect(ms(s.nextAttemptAt)).toBeGreaterThanOrEqual(gateOpensAt - 1000);
 
       const outcomes = [];
       for (const key of [first.idempotencyKey, ...keys]) outcomes.push(await t.client.result(key));
@@ -92,7 +93,7 @@ describe('when the provider answers one dispatch of a credential with 429 (invar
   });
 
   it('holds them in a second worker process too, and the gate outlives that process being killed', async () => {
-    const t = await h.setup(firstRateLimited(6));
+    const t = await h.setup(firstRateLimited(30));
     const address = t.env.address;
     const namespace = t.env.namespace ?? 'default';
     // Process A (a child) meets the 429.
@@ -145,11 +146,12 @@ describe('when the provider answers one dispatch of a credential with 429 (invar
       expect(outcome).toMatchObject({ phase: 'succeeded', attempts: 1 });
       expect(outcome.held).toBeUndefined();
       expect((await t.client.result(first.idempotencyKey)).phase).toBe('succeeded');
+      const state = await t.env.client.workflow
+        .getHandle(credentialWorkflowId(CREDENTIAL, t.prefix))
+        .query(credentialStateQuery);
+      expect(ms(state.gates.dispatch.closedUntil)).toBeLessThanOrEqual(Date.now());
+      expect(state.counters.gateClosures).toBe(1);
     });
-    const state = await t.env.client.workflow
-      .getHandle(credentialWorkflowId(CREDENTIAL, t.prefix))
-      .query(credentialStateQuery);
-    expect(ms(state.gates.dispatch.closedUntil)).toBeLessThanOrEqual(Date.now());
   });
 });
 
