@@ -39,6 +39,7 @@ import { registerSearchAttributes } from '../src/temporal/register-search-attrib
 import { installRuntime } from '../src/temporal/runtime.js';
 import { startDevServer } from '../src/temporal/server-process.js';
 import { createWorkers, intentWorkflowBundle } from '../src/worker.js';
+import { credentialStateQuery, credentialWorkflowId } from '../src/workflows/index.js';
 import type { RetryqWorkers } from '../src/worker.js';
 import { startProviderSim } from '../src/sim/index.js';
 import type { AnsweredRequest } from '../src/sim/index.js';
@@ -228,6 +229,7 @@ async function runScenario(s: Scenario, address: string, client: Client): Promis
     let succeeded = 0;
     let startedMs: number;
     let submitted: Promise<number> = Promise.resolve(0);
+    let entity: unknown;
     if (s.kind === 'retryq') {
       const credential = credentialSchema.parse({
         id: CREDENTIAL,
@@ -268,6 +270,9 @@ async function runScenario(s: Scenario, address: string, client: Client): Promis
       ).then(() => Date.now() - startedMs);
       await submitted;
       for (const key of keys) if ((await rq.result(key)).phase === 'succeeded') succeeded++;
+      if (s.loadControl)
+        entity = (await client.workflow.getHandle(credentialWorkflowId(CREDENTIAL, prefix)).query(credentialStateQuery))
+          .counters;
     } else {
       const taskQueue = `${prefix}.plain`;
       const w = await Worker.create({
@@ -301,6 +306,7 @@ async function runScenario(s: Scenario, address: string, client: Client): Promis
     const result = {
       ...analyse(s, answers, startedMs, succeeded, sim.metrics().totals.duplicates),
       submitTookMs: await submitted,
+      ...(entity ? { loadControl: entity } : {}),
     };
     log(`${s.id}: done in ${Math.round(result.makespanMs / 1000)} s, ${result.rateLimited} × 429`);
     return result;

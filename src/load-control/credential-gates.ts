@@ -61,7 +61,13 @@ export type Admission = { kind: 'go' } | { kind: 'held'; hold: CredentialHold };
 
 interface Want {
   kind: SlotKind;
-  resolve: (answer: SlotAnswer) => void;
+  resolve: (answer: Answered) => void;
+}
+
+/** An answer and the entity's clock when it gave it. */
+interface Answered {
+  answer: SlotAnswer;
+  entityNowMs: number | undefined;
 }
 
 /** The in-process view of one credential's entity, on this process's clock. */
@@ -73,6 +79,12 @@ interface View {
   refreshedAt: number;
   /** Local clock − entity clock, estimated from the last answer (includes the answer's latency: errs late). */
   offsetMs: number | undefined;
+  /**
+   * The smallest such estimate seen: the entity's clock plus the quickest answer. Sends are aligned to it, so that a
+   * slow answer (the entity's workflow task started long before it ran the handler) does not shift one send against
+   * the others. Never below the true difference, so a send never comes before its slot.
+   */
+  minOffsetMs: number;
 }
 
 class CredentialChannel {
@@ -82,6 +94,7 @@ class CredentialChannel {
     blocked: undefined,
     refreshedAt: Number.NEGATIVE_INFINITY,
     offsetMs: undefined,
+    minOffsetMs: Number.POSITIVE_INFINITY,
   };
   readonly #wants: Want[] = [];
   readonly #reports: Array<() => Promise<void>> = [];
@@ -98,7 +111,7 @@ class CredentialChannel {
     return credentialWorkflowId(this.credential, this.gates.prefix);
   }
 
-  request(kind: SlotKind): Promise<SlotAnswer> {
+  request(kind: SlotKind): Promise<Answered> {
     return new Promise((resolve) => {
       this.#wants.push({ kind, resolve });
       this.#pump();
@@ -143,15 +156,22 @@ class CredentialChannel {
           startWorkflowOperation: this.startOperation(),
         });
         this.#absorb(answer);
-        batch.forEach((w, i) => w.resolve(answer.answers[i] ?? unavailable('no answer for this request')));
+        batch.forEach((w, i) =>
+          w.resolve({
+            answer: answer.answers[i] ?? unavailable('no answer for this request'),
+            entityNowMs: answer.nowMs,
+          }),
+        );
         return;
       } catch (err) {
         lastError = err;
+        if (process.env['RETRYQ_LOAD_DEBUG'])
+          process.stderr.write(`load control: slot request failed: ${String(err)}\n`);
         await sleep(100 * 2 ** attempt);
       }
     }
     const why = lastError instanceof Error ? lastError.message : String(lastError);
-    for (const w of batch) w.resolve(unavailable(why));
+    for (const w of batch) w.resolve({ answer: unavailable(why), entityNowMs: undefined });
   }
 
   startOperation() {
@@ -167,6 +187,7 @@ class CredentialChannel {
   #absorb(answer: AcquireAnswer): void {
     const now = this.gates.clock();
     this.view.offsetMs = now - answer.nowMs;
+    this.view.minOffsetMs = Math.min(this.view.minOffsetMs, this.view.offsetMs);
     for (const kind of ['dispatch', 'inspect'] as const) {
       this.view.closedUntil[kind] = answer.gates[kind] > 0 ? now + answer.gates[kind] : 0;
       this.view.reason[kind] = answer.reasons[kind];
@@ -258,7 +279,7 @@ export class CredentialGates {
     m?.waiting(credential, kind, +1);
     try {
       for (;;) {
-        const answer = await channel.request(kind);
+        const { answer, entityNowMs } = await channel.request(kind);
         if (answer.kind === 'blocked') {
           m?.held(credential, kind, 'blocked');
           return { kind: 'held', hold: { kind: 'blocked', credential, reason: answer.reason, since: answer.since } };
@@ -277,7 +298,13 @@ export class CredentialGates {
             },
           };
         }
-        if (answer.waitMs > 0) await sleep(answer.waitMs, undefined, signal ? { signal } : {});
+        // Send at the slot on the entity's timeline (aligned by the best offset seen), never before it.
+        const target =
+          entityNowMs !== undefined && Number.isFinite(channel.view.minOffsetMs)
+            ? entityNowMs + answer.waitMs + channel.view.minOffsetMs
+            : this.clock() + answer.waitMs;
+        const waitMs = Math.min(answer.waitMs, target - this.clock());
+        if (waitMs > 0) await sleep(waitMs, undefined, signal ? { signal } : {});
         // Right before sending: did this or another process close the gate meanwhile?
         await channel.refresh();
         const now = this.clock();

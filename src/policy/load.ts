@@ -63,11 +63,11 @@ export function budgetProblem(totalPerMinute: number, inspectReserve: number): s
 }
 
 /**
- * Slots are spaced 1 % wider than the budget allows: the provider counts arrival times, and sends
- * land a little after their slot by varying amounts; over one 60 s window the margin adds up to 0.6 s of
+ * Slots are spaced 2 % wider than the budget allows: the provider counts arrival times, and sends
+ * land a little after their slot by varying amounts; over one 60 s window the margin adds up to 1.2 s of
  * slack between a request and the one that would make it the (limit + 1)-th.
  */
-export const PACING_MARGIN = 0.01;
+export const PACING_MARGIN = 0.02;
 
 /** Where the pacer of one credential stands (ms on one clock, the entity workflow's). */
 export interface PacerState {

@@ -144,7 +144,7 @@ describe('grantSlot: pacing inside one budget (invariant 13)', () => {
       10_000,
     );
     const last = slots.at(-1)?.atMs ?? 0;
-    // 120 dispatches at 60/min take 119 intervals of 1 s (plus the 1 % margin), not the 148 s of 48/min.
+    // 120 dispatches at 60/min take 119 intervals of 1 s (plus the pacing margin), not the 148 s of 48/min.
     expect(last).toBeCloseTo(119 * 1000 * (1 + PACING_MARGIN), -1);
   });
 
@@ -161,7 +161,7 @@ describe('grantSlot: pacing inside one budget (invariant 13)', () => {
     // paced separately inside the total, so their slots do not always line up: together they use ~90 % of the budget
     // (documented in docs/load-control.md), never more than all of it.
     for (const from of [60_000, 90_000]) {
-      expect(inMinute('inspect', from)).toBeGreaterThanOrEqual(13);
+      expect(inMinute('inspect', from)).toBeGreaterThanOrEqual(12);
       expect(inMinute('inspect', from)).toBeLessThanOrEqual(15);
       expect(inMinute('dispatch', from)).toBeGreaterThanOrEqual(36);
       expect(inMinute('dispatch', from)).toBeLessThanOrEqual(45);
