@@ -77,6 +77,8 @@ interface View {
   blocked: BlockState | undefined;
   /** When the view was last confirmed by the entity (local clock). */
   refreshedAt: number;
+  /** When this process last closed a gate itself (local clock): answers to older requests must not reopen it. */
+  closedLocallyAt: Record<SlotKind, number>;
   /** Local clock − entity clock, estimated from the last answer (includes the answer's latency: errs late). */
   offsetMs: number | undefined;
   /**
@@ -93,6 +95,7 @@ class CredentialChannel {
     reason: { dispatch: undefined, inspect: undefined },
     blocked: undefined,
     refreshedAt: Number.NEGATIVE_INFINITY,
+    closedLocallyAt: { dispatch: Number.NEGATIVE_INFINITY, inspect: Number.NEGATIVE_INFINITY },
     offsetMs: undefined,
     minOffsetMs: Number.POSITIVE_INFINITY,
   };
@@ -151,11 +154,12 @@ class CredentialChannel {
     let lastError: unknown;
     for (let attempt = 0; attempt < 4; attempt++) {
       try {
+        const askedAt = this.gates.clock();
         const answer = await this.gates.client.workflow.executeUpdateWithStart(acquireSlotsUpdate, {
           args: [request],
           startWorkflowOperation: this.startOperation(),
         });
-        this.#absorb(answer);
+        this.#absorb(answer, askedAt);
         batch.forEach((w, i) =>
           w.resolve({
             answer: answer.answers[i] ?? unavailable('no answer for this request'),
@@ -184,13 +188,17 @@ class CredentialChannel {
     });
   }
 
-  #absorb(answer: AcquireAnswer): void {
+  #absorb(answer: AcquireAnswer, askedAt: number): void {
     const now = this.gates.clock();
     this.view.offsetMs = now - answer.nowMs;
     this.view.minOffsetMs = Math.min(this.view.minOffsetMs, this.view.offsetMs);
     for (const kind of ['dispatch', 'inspect'] as const) {
-      this.view.closedUntil[kind] = answer.gates[kind] > 0 ? now + answer.gates[kind] : 0;
-      this.view.reason[kind] = answer.reasons[kind];
+      const until = answer.gates[kind] > 0 ? now + answer.gates[kind] : 0;
+      // The entity's word replaces this process's view, unless this process closed the gate after asking (the
+      // entity may not have had the report yet).
+      this.view.closedUntil[kind] =
+        this.view.closedLocallyAt[kind] >= askedAt ? Math.max(this.view.closedUntil[kind], until) : until;
+      this.view.reason[kind] = answer.reasons[kind] ?? this.view.reason[kind];
     }
     this.view.blocked = answer.blocked;
     this.view.refreshedAt = now;
@@ -326,6 +334,7 @@ export class CredentialGates {
     if (!channel) return;
     const now = this.clock();
     channel.view.closedUntil[kind] = Math.max(channel.view.closedUntil[kind], now + delayMs);
+    channel.view.closedLocallyAt[kind] = now;
     channel.view.reason[kind] = reason;
     this.metrics?.rateLimited(credential, kind);
     this.metrics?.view(credential, channel.view.closedUntil, channel.view.blocked, now);
