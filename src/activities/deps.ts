@@ -22,6 +22,17 @@ export interface ActivityDeps {
   gates?: CredentialGates | undefined;
 }
 
+/**
+ * How long an activity waits for its report to reach the credential's entity before it returns anyway (the report
+ * goes on in the background, ahead of this process's next slot request; this process's own gate is closed already).
+ * The intent's own wait counts from when its workflow sees the answer, so a slow report must not delay that.
+ */
+export const REPORT_WAIT_MS = 500;
+
+function settledOrAfter(report: Promise<void>): Promise<void> {
+  return Promise.race([report, new Promise<void>((resolve) => setTimeout(resolve, REPORT_WAIT_MS).unref())]);
+}
+
 /** How long a rate-limit answer without a usable `Retry-After` closes the credential's gate. */
 export const GATE_FLOOR_MS = 2_000;
 
@@ -58,14 +69,11 @@ export async function reportToGates(
     const now = deps.clock();
     const delayMs =
       ra.kind === 'delay' || ra.kind === 'date' ? Math.max(0, ra.notBefore.getTime() - now) : GATE_FLOOR_MS;
-    await deps.gates.rateLimited(
-      credential,
-      purpose,
-      delayMs > 0 ? delayMs : GATE_FLOOR_MS,
-      describeEvidence(evidence),
+    await settledOrAfter(
+      deps.gates.rateLimited(credential, purpose, delayMs > 0 ? delayMs : GATE_FLOOR_MS, describeEvidence(evidence)),
     );
   } else if (decision.kind === 'permanent' && decision.reason === 'quota' && purpose === 'dispatch') {
-    await deps.gates.blocked(credential, describeEvidence(evidence), evidence.code);
+    await settledOrAfter(deps.gates.blocked(credential, describeEvidence(evidence), evidence.code));
   }
 }
 
