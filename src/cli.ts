@@ -136,7 +136,8 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
   const secrets = new Map(resolveSecrets(config.credentials));
   if (sim) secrets.set(DEMO_CREDENTIAL, DEMO_API_KEY);
   let dev: Awaited<ReturnType<typeof startDev>>;
-  const metrics = await startMetrics(config);
+  // Off unless asked for: a dev session should not take a fixed port of its own accord.
+  const metrics = await startMetrics(config.metricsPort ?? 0);
   try {
     dev = await startDev({ config: devConfig, secrets, log: io.err, metrics: metrics.metrics });
   } catch (err) {
@@ -227,7 +228,7 @@ async function cmdWorker(argv: string[], config: RetryqConfig): Promise<number> 
   installRuntime({ level: 'INFO' });
   const secrets = resolveSecrets(config.credentials);
   const connection = await connectWorker(config.temporal);
-  const metrics = await startMetrics(config);
+  const metrics = await startMetrics(config.metricsPort ?? 9464);
   const workers = await createWorkers({ config, connection, secrets, metrics: metrics.metrics });
   const running = workers.run();
   io.err(
@@ -242,16 +243,16 @@ async function cmdWorker(argv: string[], config: RetryqConfig): Promise<number> 
 }
 
 /** The workers' Prometheus endpoint (RETRYQ_METRICS_PORT); a port already in use is reported, not fatal. */
-async function startMetrics(config: RetryqConfig): Promise<{ metrics: LoadMetrics; close: () => Promise<void> }> {
+async function startMetrics(port: number): Promise<{ metrics: LoadMetrics; close: () => Promise<void> }> {
   const metrics = new LoadMetrics({ processMetrics: true });
-  if (config.metricsPort === 0) return { metrics, close: () => Promise.resolve() };
+  if (port === 0) return { metrics, close: () => Promise.resolve() };
   try {
-    const server = await serveMetrics(metrics, config.metricsPort);
-    io.err(`Worker metrics (Prometheus): http://localhost:${config.metricsPort}/metrics`);
+    const server = await serveMetrics(metrics, port);
+    io.err(`Worker metrics (Prometheus): http://localhost:${port}/metrics`);
     return { metrics, close: () => new Promise((resolve) => server.close(() => resolve())) };
   } catch (err) {
     io.err(
-      `retryq: no metrics endpoint: port ${config.metricsPort} is not available (${(err as Error).message}); ` +
+      `retryq: no metrics endpoint: port ${port} is not available (${(err as Error).message}); ` +
         'set RETRYQ_METRICS_PORT to a free port, or 0 to turn the endpoint off. The workers run anyway.',
     );
     return { metrics, close: () => Promise.resolve() };

@@ -155,8 +155,11 @@ export interface RetryqConfig {
   credentials: CredentialConfig[];
   dev: DevConfig;
   intents: IntentDefaults;
-  /** Port of the workers' Prometheus endpoint (`/metrics`); 0 = none. @default 9464 */
-  metricsPort: number;
+  /**
+   * Port of the workers' Prometheus endpoint (`/metrics`); 0 = none; `undefined` when not set (then `retryq worker`
+   * uses 9464 and `retryq dev` none).
+   */
+  metricsPort: number | undefined;
 }
 
 /** Every variable retryq reads, with its default and meaning (the README's configuration reference). */
@@ -175,7 +178,7 @@ export const CONFIG_VARIABLES = [
   ['RETRYQ_DEV_PORT', '7233', 'embedded dev server: gRPC port'],
   ['RETRYQ_UI_PORT', '8233', 'embedded dev server: Web UI port'],
   ['RETRYQ_DEV_SIM_PORT', '4010', '`retryq dev`: port of the simulated provider'],
-  ['RETRYQ_METRICS_PORT', '9464', 'workers: Prometheus metrics at /metrics on this port (0: off)'],
+  ['RETRYQ_METRICS_PORT', '9464 (worker), off (dev)', 'workers: Prometheus metrics at /metrics on this port (0: off)'],
 ] as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -250,7 +253,7 @@ export function loadConfig(env: Env = process.env): RetryqConfig {
       rule: 'must differ from RETRYQ_DEV_PORT and RETRYQ_UI_PORT',
     });
 
-  let metricsPort = 9464;
+  let metricsPort: number | undefined;
   const metricsRaw = raw('RETRYQ_METRICS_PORT');
   if (metricsRaw === '0') metricsPort = 0;
   else if (metricsRaw !== undefined) metricsPort = port('RETRYQ_METRICS_PORT', 9464);

@@ -107,8 +107,8 @@ describe('loadConfig with credentials', () => {
     expect(Object.keys(byVar)).toHaveLength(3);
   });
 
-  it('reads the metrics port, 0 turning the endpoint off', () => {
-    expect(loadConfig({}).metricsPort).toBe(9464);
+  it('reads the metrics port, 0 turning the endpoint off and unset leaving the choice to the command', () => {
+    expect(loadConfig({}).metricsPort).toBeUndefined();
     expect(loadConfig({ RETRYQ_METRICS_PORT: '0' }).metricsPort).toBe(0);
     expect(loadConfig({ RETRYQ_METRICS_PORT: '9100' }).metricsPort).toBe(9100);
     expect(problemsOf({ RETRYQ_METRICS_PORT: 'x' })[0]?.variable).toBe('RETRYQ_METRICS_PORT');
