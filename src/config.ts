@@ -26,7 +26,7 @@ import { DURATION_HINT, parseDurationMs } from './duration.js';
 import { formatIssuePath, valueAtPath } from './issue-path.js';
 import { budgetProblem, splitBudget } from './policy/index.js';
 import type { BudgetSplit } from './policy/index.js';
-import { projectRoot } from './temporal/binaries.js';
+import { stateRoot } from './temporal/binaries.js';
 
 /** One problem with the configuration. */
 export interface ConfigProblem {
@@ -238,7 +238,7 @@ export function loadConfig(env: Env = process.env): RetryqConfig {
     });
 
   const dev: DevConfig = {
-    dataDir: path.resolve(projectRoot, raw('RETRYQ_DATA_DIR') ?? '.data'),
+    dataDir: path.resolve(stateRoot, raw('RETRYQ_DATA_DIR') ?? '.data'),
     ip: raw('RETRYQ_DEV_IP') ?? '127.0.0.1',
     port: port('RETRYQ_DEV_PORT', 7233),
     uiPort: port('RETRYQ_UI_PORT', 8233),
