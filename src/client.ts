@@ -253,7 +253,7 @@ export class RetryqClient {
       handle = await this.client.workflow.start(intentWorkflow, {
         workflowId,
         taskQueue: this.queues.workflows,
-        args: [spec, { taskQueuePrefix: this.prefix }],
+        args: [spec, { taskQueuePrefix: this.prefix, publishChangesOnly: true }],
         workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
         memo: { fingerprint: spec.fingerprint, target, credential: spec.credential, submission },

@@ -119,6 +119,47 @@ export interface IntentDefaults {
   maxDeadlineMs: number;
 }
 
+/**
+ * How much a workflow worker keeps in memory and runs at once. The intent workflows' memory is bounded by
+ * `maxCachedWorkflows`, whatever the number of sleeping intents: an intent evicted from the cache costs nothing on
+ * the worker while it sleeps and is replayed from its short history when its timer fires.
+ */
+export interface WorkerTuning {
+  /**
+   * Intent workflows kept in the worker's cache (Temporal's `maxCachedWorkflows`). A cached intent answers
+   * `status` and wakes without a replay; an evicted one is replayed from its history (tens of events) first.
+   * Each cached intent holds about its status and attempt log in memory.
+   * @default 1000
+   */
+  maxCachedWorkflows: number;
+  /**
+   * Workflow tasks run at once (Temporal's `maxConcurrentWorkflowTaskExecutions`). Higher overlaps more round trips
+   * to the server; too high on a small machine risks workflow-task timeouts during wake-up storms.
+   * @default 40
+   */
+  workflowTaskConcurrency: number;
+}
+
+/** The defaults of {@link WorkerTuning}. */
+export const defaultWorkerTuning: Readonly<WorkerTuning> = Object.freeze({
+  maxCachedWorkflows: 1000,
+  workflowTaskConcurrency: 40,
+});
+
+/** The zod rules of {@link WorkerTuning}, one per field. */
+export const workerTuningSchema = z.strictObject({
+  maxCachedWorkflows: z
+    .number()
+    .int('must be a whole number')
+    .min(0, 'must be 0 (no cache: every workflow task replays) or more')
+    .max(1_000_000, 'must be at most 1000000'),
+  workflowTaskConcurrency: z
+    .number()
+    .int('must be a whole number')
+    .min(2, 'must be at least 2 (Temporal needs 2 slots when workflows are cached)')
+    .max(10_000, 'must be at most 10000'),
+});
+
 export interface RetryqConfig {
   temporal: TemporalConfig;
   /** Prefix of every task queue name (`<prefix>.workflows`, `<prefix>.actions.<credential>`, …). @default 'retryq' */
@@ -126,6 +167,8 @@ export interface RetryqConfig {
   credentials: CredentialConfig[];
   dev: DevConfig;
   intents: IntentDefaults;
+  /** Workflow worker sizing. */
+  worker: WorkerTuning;
 }
 
 /** Every variable retryq reads, with its default and meaning (the README's configuration reference). */
@@ -139,6 +182,16 @@ export const CONFIG_VARIABLES = [
   ['RETRYQ_CREDENTIALS', '[]', 'JSON array of credentials (see below)'],
   ['RETRYQ_DEFAULT_DEADLINE', '24h', 'deadline of an intent that names none'],
   ['RETRYQ_MAX_DEADLINE', '30d', 'latest deadline an intent may ask for'],
+  [
+    'RETRYQ_MAX_CACHED_WORKFLOWS',
+    String(defaultWorkerTuning.maxCachedWorkflows),
+    'intent workflows a worker keeps cached; bounds its memory (see docs/operations.md)',
+  ],
+  [
+    'RETRYQ_WORKFLOW_TASK_CONCURRENCY',
+    String(defaultWorkerTuning.workflowTaskConcurrency),
+    'workflow tasks a worker runs at once',
+  ],
   ['RETRYQ_DATA_DIR', '.data', 'embedded dev server: folder of its SQLite file'],
   ['RETRYQ_DEV_IP', '127.0.0.1', 'embedded dev server: address to bind'],
   ['RETRYQ_DEV_PORT', '7233', 'embedded dev server: gRPC port'],
@@ -210,10 +263,35 @@ export function loadConfig(env: Env = process.env): RetryqConfig {
   if (dev.port === dev.uiPort)
     problems.push({ variable: 'RETRYQ_UI_PORT', value: String(dev.uiPort), rule: 'must differ from RETRYQ_DEV_PORT' });
 
+  const worker = loadWorkerTuning(raw, problems);
+
   const temporal = loadTemporal(env, dev, problems);
 
   if (problems.length > 0) throw new ConfigError(problems);
-  return { temporal, taskQueuePrefix: prefix, credentials, dev, intents };
+  return { temporal, taskQueuePrefix: prefix, credentials, dev, intents, worker };
+}
+
+const workerTuningVariables: Record<keyof WorkerTuning, string> = {
+  maxCachedWorkflows: 'RETRYQ_MAX_CACHED_WORKFLOWS',
+  workflowTaskConcurrency: 'RETRYQ_WORKFLOW_TASK_CONCURRENCY',
+};
+
+function loadWorkerTuning(raw: (name: string) => string | undefined, problems: ConfigProblem[]): WorkerTuning {
+  const tuning: WorkerTuning = { ...defaultWorkerTuning };
+  for (const field of Object.keys(workerTuningVariables) as (keyof WorkerTuning)[]) {
+    const variable = workerTuningVariables[field];
+    const text = raw(variable);
+    if (text === undefined) continue;
+    const parsed = workerTuningSchema.shape[field].safeParse(/^-?\d+$/.test(text) ? Number(text) : Number.NaN);
+    if (parsed.success) tuning[field] = parsed.data;
+    else
+      problems.push({
+        variable,
+        value: text,
+        rule: /^-?\d+$/.test(text) ? (parsed.error.issues[0]?.message ?? 'is invalid') : 'must be a whole number',
+      });
+  }
+  return tuning;
 }
 
 function parseCredentials(text: string | undefined, problems: ConfigProblem[]): CredentialConfig[] {
