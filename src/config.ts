@@ -128,8 +128,9 @@ export interface WorkerTuning {
   /**
    * Intent workflows kept in the worker's cache (Temporal's `maxCachedWorkflows`). A cached intent answers
    * `status` and wakes without a replay; an evicted one is replayed from its history (tens of events) first.
-   * Each cached intent holds about its status and attempt log in memory.
-   * @default 1000
+   * A cached intent costs about 0.45 MB of worker memory (docs/operations.md); keep it at least the number of
+   * intents active at once (dispatching or answering queries), or they replay on every workflow task.
+   * @default 100
    */
   maxCachedWorkflows: number;
   /**
@@ -142,23 +143,32 @@ export interface WorkerTuning {
 
 /** The defaults of {@link WorkerTuning}. */
 export const defaultWorkerTuning: Readonly<WorkerTuning> = Object.freeze({
-  maxCachedWorkflows: 1000,
+  maxCachedWorkflows: 100,
   workflowTaskConcurrency: 40,
 });
 
-/** The zod rules of {@link WorkerTuning}, one per field. */
-export const workerTuningSchema = z.strictObject({
-  maxCachedWorkflows: z
-    .number()
-    .int('must be a whole number')
-    .min(0, 'must be 0 (no cache: every workflow task replays) or more')
-    .max(1_000_000, 'must be at most 1000000'),
-  workflowTaskConcurrency: z
-    .number()
-    .int('must be a whole number')
-    .min(2, 'must be at least 2 (Temporal needs 2 slots when workflows are cached)')
-    .max(10_000, 'must be at most 10000'),
-});
+/** The zod rules of {@link WorkerTuning}: each field, and concurrency within the cache. */
+export const workerTuningSchema = z
+  .strictObject({
+    maxCachedWorkflows: z
+      .number()
+      .int('must be a whole number')
+      .max(1_000_000, 'must be at most 1000000')
+      .refine((n) => n === 0 || n >= 2, 'must be 0 (no cache: every workflow task replays) or at least 2'),
+    workflowTaskConcurrency: z
+      .number()
+      .int('must be a whole number')
+      .min(2, 'must be at least 2')
+      .max(10_000, 'must be at most 10000'),
+  })
+  .superRefine((t, ctx) => {
+    if (t.maxCachedWorkflows > 0 && t.workflowTaskConcurrency > t.maxCachedWorkflows)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['workflowTaskConcurrency'],
+        message: `must not exceed the cache size (${t.maxCachedWorkflows}): a running workflow task needs its workflow in the cache`,
+      });
+  });
 
 export interface RetryqConfig {
   temporal: TemporalConfig;
@@ -277,21 +287,25 @@ const workerTuningVariables: Record<keyof WorkerTuning, string> = {
 };
 
 function loadWorkerTuning(raw: (name: string) => string | undefined, problems: ConfigProblem[]): WorkerTuning {
-  const tuning: WorkerTuning = { ...defaultWorkerTuning };
+  const input: Record<string, number> = { ...defaultWorkerTuning };
+  let readable = true;
   for (const field of Object.keys(workerTuningVariables) as (keyof WorkerTuning)[]) {
     const variable = workerTuningVariables[field];
     const text = raw(variable);
     if (text === undefined) continue;
-    const parsed = workerTuningSchema.shape[field].safeParse(/^-?\d+$/.test(text) ? Number(text) : Number.NaN);
-    if (parsed.success) tuning[field] = parsed.data;
-    else
-      problems.push({
-        variable,
-        value: text,
-        rule: /^-?\d+$/.test(text) ? (parsed.error.issues[0]?.message ?? 'is invalid') : 'must be a whole number',
-      });
+    if (!/^-?\d+$/.test(text)) {
+      problems.push({ variable, value: text, rule: 'must be a whole number' });
+      readable = false;
+    } else input[field] = Number(text);
   }
-  return tuning;
+  if (!readable) return { ...defaultWorkerTuning };
+  const parsed = workerTuningSchema.safeParse(input);
+  if (parsed.success) return parsed.data;
+  for (const issue of parsed.error.issues) {
+    const variable = workerTuningVariables[issue.path[0] as keyof WorkerTuning];
+    problems.push({ variable, value: raw(variable) ?? String(input[issue.path[0] as string]), rule: issue.message });
+  }
+  return { ...defaultWorkerTuning };
 }
 
 function parseCredentials(text: string | undefined, problems: ConfigProblem[]): CredentialConfig[] {
