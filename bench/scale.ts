@@ -25,7 +25,8 @@
  *
  * Flags: `--intents N` (default 1000; 10000 for the goal measurement), `--complete N` (500), `--rounds N` (2),
  * `--wake N` (default: --intents), `--wake-budget N` (requests/min, default 3000), `--in-flight N` (50),
- * `--cache N` (retryq's maxCachedWorkflows; default: retryq's default), `--only a,b,c`.
+ * `--cache N` (retryq's maxCachedWorkflows) and `--task-concurrency N` (its workflow-task concurrency), both
+ * defaulting to retryq's defaults, `--only a,b,c`.
  */
 import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -72,8 +73,17 @@ const opts = {
   wakeBudget: flag('wake-budget', 3000),
   inFlight: flag('in-flight', 50),
   cache: process.argv.includes('--cache') ? flag('cache', defaultWorkerTuning.maxCachedWorkflows) : undefined,
+  taskConcurrency: process.argv.includes('--task-concurrency')
+    ? flag('task-concurrency', defaultWorkerTuning.workflowTaskConcurrency)
+    : undefined,
 };
-const tuning = opts.cache !== undefined ? { maxCachedWorkflows: opts.cache } : undefined;
+const tuning =
+  opts.cache !== undefined || opts.taskConcurrency !== undefined
+    ? {
+        ...(opts.cache !== undefined ? { maxCachedWorkflows: opts.cache } : {}),
+        ...(opts.taskConcurrency !== undefined ? { workflowTaskConcurrency: opts.taskConcurrency } : {}),
+      }
+    : undefined;
 const log = (msg: string) => process.stderr.write(`[bench:scale ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
 // ---- measuring processes ----------------------------------------------------------------------------------------
@@ -515,9 +525,9 @@ async function wakeStorm(provider: Provider, k: number, settleRatePerS: number |
 async function wakeHistories(client: Client, k: number) {
   const scheduleToStart: number[] = [];
   const startToComplete: number[] = [];
-  let timeouts = 0;
+  const timeouts = { scheduleToStart: 0, startToClose: 0 };
   let failures = 0;
-  await pool(k, 16, async (i) => {
+  await pool(k, 32, async (i) => {
     const history = await client.workflow.getHandle(workflowIdOf(`c-${i}`)).fetchHistory();
     const events = history.events ?? [];
     const ms = (e: (typeof events)[number]) =>
@@ -527,7 +537,9 @@ async function wakeHistories(client: Client, k: number) {
     let startedAt: number | undefined;
     for (const e of events) {
       if (e.timerFiredEventAttributes) woke = true;
-      if (e.workflowTaskTimedOutEventAttributes) timeouts++;
+      const timedOut = e.workflowTaskTimedOutEventAttributes;
+      // TimeoutType 2 = SCHEDULE_TO_START (a task left too long on a worker's sticky queue), 1 = START_TO_CLOSE.
+      if (timedOut) timeouts[Number(timedOut.timeoutType) === 2 ? 'scheduleToStart' : 'startToClose']++;
       if (e.workflowTaskFailedEventAttributes) failures++;
       if (!woke) continue;
       if (e.workflowTaskScheduledEventAttributes) scheduledAt = ms(e);
@@ -542,7 +554,8 @@ async function wakeHistories(client: Client, k: number) {
     }
   });
   return {
-    workflowTaskTimeouts: timeouts,
+    workflowTaskTimeouts: timeouts.scheduleToStart + timeouts.startToClose,
+    workflowTaskTimeoutsByType: timeouts,
     workflowTaskFailures: failures,
     wakeWorkflowTasks: scheduleToStart.length,
     workflowTaskScheduleToStartMs: { p50: percentile(scheduleToStart, 50), p99: percentile(scheduleToStart, 99) },

@@ -134,9 +134,11 @@ export interface WorkerTuning {
    */
   maxCachedWorkflows: number;
   /**
-   * Workflow tasks run at once (Temporal's `maxConcurrentWorkflowTaskExecutions`). Higher overlaps more round trips
-   * to the server; too high on a small machine risks workflow-task timeouts during wake-up storms.
-   * @default 40
+   * Workflow tasks run at once (Temporal's `maxConcurrentWorkflowTaskExecutions`). A task the worker has taken must
+   * finish within Temporal's workflow-task timeout (10 s), so on a busy machine more slots only queue tasks inside
+   * the worker, where they time out during a wake-up storm; tasks not yet taken wait on the server without a clock.
+   * Higher overlaps more round trips to a distant server. Must not exceed `maxCachedWorkflows`.
+   * @default 10
    */
   workflowTaskConcurrency: number;
 }
@@ -144,7 +146,7 @@ export interface WorkerTuning {
 /** The defaults of {@link WorkerTuning}. */
 export const defaultWorkerTuning: Readonly<WorkerTuning> = Object.freeze({
   maxCachedWorkflows: 100,
-  workflowTaskConcurrency: 40,
+  workflowTaskConcurrency: 10,
 });
 
 /** The zod rules of {@link WorkerTuning}: each field, and concurrency within the cache. */
