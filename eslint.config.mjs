@@ -7,6 +7,9 @@ import globals from 'globals';
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
+/** What shipped code (src/) may never import. */
+const sourceOnlyBans = ['**/tools/**', '**/test/**', '**/bench/**', '**/scripts/**'];
+
 /** What deterministic workflow code may never import. */
 const workflowBans = [
   { group: nodeBuiltins, message: 'Workflow code runs in the deterministic sandbox: no Node builtins.' },
@@ -14,6 +17,7 @@ const workflowBans = [
     group: ['undici', 'node-fetch', 'axios', '**/activities/*', '!**/activities/index.js'],
     message: 'Workflow code may not do I/O; import activities as types only (proxyActivities<typeof …>).',
   },
+  { group: sourceOnlyBans, message: 'src/ may not import from tools/, test/, bench/ or scripts/.' },
   {
     group: ['**/proxy/**', '**/webhooks/**', '**/worker.js', '**/client.js', '**/cli.js', '**/config.js'],
     message: 'Not in workflow code.',
@@ -36,6 +40,19 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'error',
       eqeqeq: ['error', 'always', { null: 'ignore' }],
       'import-x/no-cycle': 'error',
+    },
+  },
+  {
+    // Production code never reaches into scripts or tests: src/ is what ships.
+    files: ['src/**/*.ts'],
+    ignores: ['src/workflows/**', 'src/policy/**'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [{ group: sourceOnlyBans, message: 'src/ may not import from tools/, test/, bench/ or scripts/.' }],
+        },
+      ],
     },
   },
   {

@@ -13,7 +13,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { RetryqClient } from '../client.js';
 import { isFinal } from '../client.js';
 import type { IntentStatus } from '../intent.js';
-import type { ProviderSim } from '../../tools/provider-sim/index.js';
+import type { ProviderSim } from '../sim/index.js';
 import { DEMO_CREDENTIAL, defaultDemoSize, demoIntents } from './scenario.js';
 import type { DemoSize } from './scenario.js';
 

@@ -16,7 +16,7 @@
  */
 import type { CredentialConfig } from '../config.js';
 import type { IntentInput } from '../intent.js';
-import type { ScenarioInput } from '../../tools/provider-sim/index.js';
+import type { ScenarioInput } from '../sim/index.js';
 
 /** The credential id the demo dispatches with. */
 export const DEMO_CREDENTIAL = 'demo-acme';

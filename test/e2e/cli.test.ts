@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDevServerEnvironment } from '../../src/testing.js';
 import { createWorkers } from '../../src/worker.js';
 import type { RetryqWorkers } from '../../src/worker.js';
-import { startProviderSim } from '../../tools/provider-sim/index.js';
-import type { ProviderSim } from '../../tools/provider-sim/index.js';
+import { startProviderSim } from '../../src/sim/index.js';
+import type { ProviderSim } from '../../src/sim/index.js';
 
 const execFileAsync = promisify(execFile);
 const root = new URL('../../', import.meta.url).pathname;

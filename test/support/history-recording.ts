@@ -16,8 +16,8 @@ import { RetryqClient, workflowIdOf } from '../../src/client.js';
 import type { IntentInput, IntentStatus } from '../../src/intent.js';
 import { createTimeSkippingEnvironment } from '../../src/testing.js';
 import { createWorkers, intentWorkflowBundle } from '../../src/worker.js';
-import { startProviderSim } from '../../tools/provider-sim/index.js';
-import type { ProviderSim, ScenarioInput } from '../../tools/provider-sim/index.js';
+import { startProviderSim } from '../../src/sim/index.js';
+import type { ProviderSim, ScenarioInput } from '../../src/sim/index.js';
 import { CREDENTIAL, SIM_SECRET, testCredential } from './intent-credential.js';
 
 /** One recorded scenario: the simulator's script, the intent's overrides, and what the operator does meanwhile. */

@@ -46,9 +46,9 @@ import { registerSearchAttributes } from '../../src/temporal/register-search-att
 import { startDevServer } from '../../src/temporal/server-process.js';
 import { createWorkers, intentWorkflowBundle } from '../../src/worker.js';
 import type { RetryqWorkers } from '../../src/worker.js';
-import { startProviderSim } from '../../tools/provider-sim/index.js';
+import { startProviderSim } from '../../src/sim/index.js';
 import { CREDENTIAL, SIM_SECRET, testCredential } from './intent-credential.js';
-import type { ProviderSim, ScenarioInput } from '../../tools/provider-sim/index.js';
+import type { ProviderSim, ScenarioInput } from '../../src/sim/index.js';
 
 export { CREDENTIAL, SIM_SECRET, testCredential } from './intent-credential.js';
 

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { workflowIdOf } from '../../src/client.js';
 import { IntentFailureType } from '../../src/failures.js';
 import type { IntentOutcome } from '../../src/intent.js';
-import type { ScenarioInput } from '../../tools/provider-sim/index.js';
+import type { ScenarioInput } from '../../src/sim/index.js';
 import {
   CREDENTIAL,
   SIM_SECRET,

@@ -15,7 +15,7 @@ import {
   retryAttemptKey,
   retryPhaseKey,
 } from '../../src/search-attributes.js';
-import type { ScenarioInput } from '../../tools/provider-sim/index.js';
+import type { ScenarioInput } from '../../src/sim/index.js';
 import { SIM_SECRET, dispatchTimes, expectStableDispatches, ms, useIntentHarness } from '../support/intent-harness.js';
 import type { IntentTest } from '../support/intent-harness.js';
 

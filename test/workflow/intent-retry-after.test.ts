@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { IntentOutcome } from '../../src/intent.js';
-import type { RetryAfterSpec, ScenarioInput } from '../../tools/provider-sim/index.js';
+import type { RetryAfterSpec, ScenarioInput } from '../../src/sim/index.js';
 import { dispatchTimes, expectStableDispatches, ms, useIntentHarness } from '../support/intent-harness.js';
 import type { IntentTest } from '../support/intent-harness.js';
 

@@ -6,7 +6,7 @@
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import type { IntentOutcome } from '../../src/intent.js';
-import type { ScenarioInput, Step } from '../../tools/provider-sim/index.js';
+import type { ScenarioInput, Step } from '../../src/sim/index.js';
 import { SIM_SECRET, dispatchTimes, expectStableDispatches, ms, useIntentHarness } from '../support/intent-harness.js';
 import type { IntentTest, SentRequest } from '../support/intent-harness.js';
 

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { workflowIdOf } from '../../src/client.js';
-import type { ScenarioInput } from '../../tools/provider-sim/index.js';
+import type { ScenarioInput } from '../../src/sim/index.js';
 import { ms, useIntentHarness } from '../support/intent-harness.js';
 import { useWorkerProcesses } from '../support/worker-process.js';
 

@@ -7,7 +7,7 @@
  *
  * @example
  * ```ts
- * import { startProviderSim } from '../tools/provider-sim/index.js';
+ * import { startProviderSim } from './sim/index.js';
  *
  * let t = Date.UTC(2026, 0, 1);
  * const sim = await startProviderSim({

@@ -5,8 +5,8 @@
  */
 import { afterAll, afterEach } from 'vitest';
 import { Agent, request } from 'undici';
-import { startProviderSim } from '../../../tools/provider-sim/index.js';
-import type { ProviderSim, ProviderSimOptions } from '../../../tools/provider-sim/index.js';
+import { startProviderSim } from '../../../src/sim/index.js';
+import type { ProviderSim, ProviderSimOptions } from '../../../src/sim/index.js';
 
 /** 2026-01-01T00:00:00Z: a whole second, so `Date` headers are exact. */
 export const epochMs = Date.UTC(2026, 0, 1, 0, 0, 0);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatImfFixdate } from '../../../tools/provider-sim/index.js';
+import { formatImfFixdate } from '../../../src/sim/index.js';
 import { FakeClock, useSimHarness } from './sim-harness.js';
 
 const { start, call } = useSimHarness();

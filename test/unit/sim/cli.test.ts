@@ -6,10 +6,10 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { parseProviderSimArgs, runProviderSimCli } from '../../../tools/provider-sim/index.js';
+import { parseProviderSimArgs, runProviderSimCli } from '../../../src/sim/index.js';
 
-const mainPath = fileURLToPath(new URL('../../../tools/provider-sim/main.ts', import.meta.url));
-const examplePath = fileURLToPath(new URL('../../../tools/provider-sim/scenarios/example.yaml', import.meta.url));
+const mainPath = fileURLToPath(new URL('../../../src/sim/main.ts', import.meta.url));
+const examplePath = fileURLToPath(new URL('../../../src/sim/scenarios/example.yaml', import.meta.url));
 
 describe('provider-sim flags', () => {
   it('default to port 0 on 127.0.0.1 with no overrides', () => {
@@ -105,7 +105,7 @@ describe('runProviderSimCli', () => {
   });
 });
 
-describe('tools/provider-sim/main.ts as a process', () => {
+describe('src/sim/main.ts as a process', () => {
   function run(args: string[]) {
     return spawn(process.execPath, ['--import', 'tsx', mainPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   }

@@ -9,7 +9,7 @@ import {
   parseScenario,
   ScenarioError,
   scenarioSchema,
-} from '../../../tools/provider-sim/index.js';
+} from '../../../src/sim/index.js';
 
 function issuesOf(input: unknown): Array<{ path: string; message: string; value: unknown }> {
   try {
@@ -176,7 +176,7 @@ describe('loadScenarioFile', () => {
 
   it('accepts the example scenario shipped with the simulator', async () => {
     const scenario = await loadScenarioFile(
-      new URL('../../../tools/provider-sim/scenarios/example.yaml', import.meta.url).pathname,
+      new URL('../../../src/sim/scenarios/example.yaml', import.meta.url).pathname,
     );
     expect(scenario.keys.map((k) => k.id)).toEqual(['acme-prod', 'globex-prod', 'revoked']);
     expect(scenario.rules.length).toBeGreaterThan(3);

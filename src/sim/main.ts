@@ -3,7 +3,7 @@
  *
  * @example
  * ```sh
- * tsx tools/provider-sim/main.ts --port 4010 --scenario tools/provider-sim/scenarios/example.yaml
+ * tsx src/sim/main.ts --port 4010 --scenario src/sim/scenarios/example.yaml
  * ```
  */
 import { runProviderSimCli } from './cli.js';

@@ -10,7 +10,7 @@ import YAML from 'yaml';
 import { z } from 'zod';
 import { relativeHttpDateOffsetMs } from './retry-after.js';
 import type { RetryAfterSpec } from './retry-after.js';
-import { formatIssuePath, valueAtPath } from '../../src/issue-path.js';
+import { formatIssuePath, valueAtPath } from '../issue-path.js';
 
 /** Methods that make a request an operation (a write with a side effect). */
 export const writeMethods = ['POST', 'PUT', 'PATCH', 'DELETE'] as const;

@@ -8,7 +8,7 @@ import type { Scenario, ScenarioPatch } from './scenario.js';
 import { startProviderSim } from './server.js';
 
 /** Usage text printed by `--help` and after usage errors. */
-export const usage = `Usage: tsx tools/provider-sim/main.ts [options]
+export const usage = `Usage: tsx src/sim/main.ts [options]
 
 Starts the simulated provider on loopback and prints its URL.
 

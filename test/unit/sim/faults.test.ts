@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatAsctimeDate, formatImfFixdate, formatRfc850Date } from '../../../tools/provider-sim/index.js';
-import type { ScenarioInput } from '../../../tools/provider-sim/index.js';
+import { formatAsctimeDate, formatImfFixdate, formatRfc850Date } from '../../../src/sim/index.js';
+import type { ScenarioInput } from '../../../src/sim/index.js';
 import { FakeClock, failureCode, useSimHarness, waitFor } from './sim-harness.js';
 
 const { start, call } = useSimHarness();

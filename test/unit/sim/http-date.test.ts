@@ -6,7 +6,7 @@ import {
   formatImfFixdate,
   formatRfc850Date,
   renderRetryAfter,
-} from '../../../tools/provider-sim/index.js';
+} from '../../../src/sim/index.js';
 
 // RFC 9110 §5.6.7's example instant, plus 400 ms that every form drops.
 const rfcExample = Date.UTC(1994, 10, 6, 8, 49, 37) + 400;
