@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import proto from '@temporalio/proto';
 import { workflowIdOf } from '../../src/client.js';
-import type { ScenarioInput } from '../../tools/provider-sim/index.js';
+import type { ScenarioInput } from '../../src/sim/index.js';
 import { dispatchTimes, expectStableDispatches, ms, useIntentHarness } from '../support/intent-harness.js';
 import type { IntentTest } from '../support/intent-harness.js';
 
