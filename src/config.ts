@@ -164,7 +164,7 @@ export const workerTuningSchema = z
       .max(10_000, 'must be at most 10000'),
   })
   .superRefine((t, ctx) => {
-    if (t.maxCachedWorkflows > 0 && t.workflowTaskConcurrency > t.maxCachedWorkflows)
+    if (t.maxCachedWorkflows >= 2 && t.workflowTaskConcurrency > t.maxCachedWorkflows)
       ctx.addIssue({
         code: 'custom',
         path: ['workflowTaskConcurrency'],
