@@ -39,7 +39,8 @@ import { cachedWorkflowBundle } from './temporal/workflow-bundle.js';
 import { taskQueues } from './task-queues.js';
 
 export { ConfigError, CONFIG_VARIABLES, loadConfig, resolveSecrets } from './config.js';
-export type { ConfigProblem, CredentialConfig, RetryqConfig, TemporalConfig } from './config.js';
+export type { ConfigProblem, CredentialConfig, RetryqConfig, TemporalConfig, WorkerTuning } from './config.js';
+export { defaultWorkerTuning } from './config.js';
 export { TemporalUnreachable, connectWorker } from './temporal/connect.js';
 export { taskQueues } from './task-queues.js';
 export type { TaskQueues } from './task-queues.js';
