@@ -36,6 +36,7 @@ import type { NativeConnection, WorkflowBundleWithSourceMap } from '@temporalio/
 import { Agent } from 'undici';
 import type { Dispatcher } from 'undici';
 import { createActivities } from './activities/index.js';
+import { HEARTBEAT_EVERY_MS } from './activities/heartbeat.js';
 import type { CredentialStore } from './activities/index.js';
 import { ConfigError, budgetOf, defaultWorkerTuning, workerTuningSchema } from './config.js';
 import type { CredentialConfig, RetryqConfig, WorkerTuning } from './config.js';
@@ -50,6 +51,14 @@ export { defaultWorkerTuning } from './config.js';
 export { TemporalUnreachable, connectWorker } from './temporal/connect.js';
 export { taskQueues } from './task-queues.js';
 export type { TaskQueues } from './task-queues.js';
+
+/**
+ * How long a workflow task may wait on a worker's sticky queue before Temporal hands it to any worker (Temporal's
+ * `stickyQueueScheduleToStartTimeout`, default 10 s). Short, so the intents of a worker that died move on within
+ * seconds; long enough that a live worker busy with a wake-up storm rarely loses its tasks to another replay
+ * (docs/operations.md, "Behaviour under faults", has the measurements).
+ */
+export const STICKY_QUEUE_TIMEOUT_MS = 5_000;
 
 /** The folder of this module: `src/` when run from the sources, `dist/` in the built package. */
 const codeDir = path.dirname(fileURLToPath(import.meta.url));
@@ -166,6 +175,9 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
         // Set, not derived from the heap: memory stays bounded however many intents sleep (docs/operations.md).
         maxCachedWorkflows: tuning.maxCachedWorkflows,
         maxConcurrentWorkflowTaskExecutions: tuning.workflowTaskConcurrency,
+        // A dead worker's intents move to another worker this long after their next task landed on its sticky
+        // queue (docs/operations.md, "Behaviour under faults"; Temporal's default is 10 s).
+        stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT_MS,
       }),
     );
     // The credentials' entity workflows, on their own queue: a burst of intent tasks never delays a send slot.
@@ -181,6 +193,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
           taskQueue: queues.actions(c.id),
           activities: { dispatch: activities.dispatch },
           maxConcurrentActivityTaskExecutions: c.concurrency,
+          maxHeartbeatThrottleInterval: HEARTBEAT_EVERY_MS,
           // Without load control: Temporal's task-queue rate limit (applied per partition: rate ÷ partitions).
           ...(loadControl ? {} : { maxTaskQueueActivitiesPerSecond: budgetOf(c).dispatchPerMinute / 60 }),
         }),
@@ -193,6 +206,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
           taskQueue: queues.inspect(c.id),
           activities: { inspect: activities.inspect },
           maxConcurrentActivityTaskExecutions: c.inspectConcurrency,
+          maxHeartbeatThrottleInterval: HEARTBEAT_EVERY_MS,
           ...(loadControl ? {} : { maxTaskQueueActivitiesPerSecond: budgetOf(c).inspectPerMinute / 60 }),
         }),
       );

@@ -381,6 +381,8 @@ export function expectStableDispatches(
   t: IntentTest,
   input: IntentInput & { idempotencyKey: string },
   count: number,
+  /** The `Retryq-Attempt` of each request. @default 1, 2, … (a call that was never sent repeats its number) */
+  attemptNumbers?: readonly number[],
 ): SentRequest[] {
   const sent = t.dispatches(input.idempotencyKey);
   expect(sent, `dispatches of ${input.idempotencyKey}`).toHaveLength(count);
@@ -389,7 +391,7 @@ export function expectStableDispatches(
     expect(r.method).toBe(String(input.action.method).toUpperCase());
     expect(r.url).toBe(input.action.url);
     expect(r.headers['idempotency-key']).toBe(input.idempotencyKey);
-    expect(r.headers['retryq-attempt']).toBe(String(i + 1));
+    expect(r.headers['retryq-attempt']).toBe(String(attemptNumbers?.[i] ?? i + 1));
     expect(r.headers['authorization']).toBe(`Bearer ${SIM_SECRET}`);
     expect(r.body).toBe(body);
   });
