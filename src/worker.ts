@@ -182,7 +182,15 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
     );
     // The credentials' entity workflows, on their own queue: a burst of intent tasks never delays a send slot.
     if (loadControl)
-      workers.push(await Worker.create({ connection, namespace, taskQueue: queues.credentials, workflowBundle }));
+      workers.push(
+        await Worker.create({
+          connection,
+          namespace,
+          taskQueue: queues.credentials,
+          workflowBundle,
+          stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT_MS,
+        }),
+      );
   }
   for (const c of config.credentials) {
     if (roles.actions)

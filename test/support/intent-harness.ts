@@ -159,8 +159,15 @@ export interface IntentTest {
    * (default all). For a second worker polling the same queues use a process (test/support/worker-process.ts).
    */
   run<T>(fn: () => Promise<T>, options?: { roles?: WorkerRoles; worker?: Partial<WorkerTuning> }): Promise<T>;
-  /** Creates (not runs) retryq workers on this test's task queues; `worker` sizes the workflow worker. */
-  createWorkers(roles?: WorkerRoles, worker?: Partial<WorkerTuning>): Promise<RetryqWorkers>;
+  /**
+   * Creates (not runs) retryq workers on this test's task queues; `worker` sizes the workflow worker; `bundle`
+   * replaces the current workflow code (e.g. a released version's).
+   */
+  createWorkers(
+    roles?: WorkerRoles,
+    worker?: Partial<WorkerTuning>,
+    bundle?: WorkflowBundleWithSourceMap,
+  ): Promise<RetryqWorkers>;
   /** The workflow's failure, for asserting the failure chain and its `type`; fails if the workflow succeeded. */
   failureOf(key: string): Promise<ApplicationFailure>;
   /** Polls the status query (real time, bounded) until `predicate` holds; time does not skip meanwhile. */
@@ -274,7 +281,11 @@ export function useIntentHarness(kind: HarnessKind = 'time-skipping', options: H
       cleanups.push(async () => {
         for (const c of connections.splice(0)) await c.close();
       });
-      const build = async (roles?: WorkerRoles, worker?: Partial<WorkerTuning>) => {
+      const build = async (
+        roles?: WorkerRoles,
+        worker?: Partial<WorkerTuning>,
+        bundle: WorkflowBundleWithSourceMap = workflowBundle,
+      ) => {
         const connection = await NativeConnection.connect({ address: e.address });
         connections.push(connection);
         return createWorkers({
@@ -282,7 +293,7 @@ export function useIntentHarness(kind: HarnessKind = 'time-skipping', options: H
           connection,
           secrets: new Map([[CREDENTIAL, SIM_SECRET]]),
           http,
-          workflowBundle,
+          workflowBundle: bundle,
           ...(roles ? { roles } : {}),
         });
       };

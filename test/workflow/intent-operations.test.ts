@@ -315,7 +315,7 @@ describe('when an operator cancels', () => {
     expectStableDispatches(t, input, 1);
   });
 
-  it('records a reservation, and neither inspects nor dispatches, when the attempt in flight ends unknown', async () => {
+  it('aborts the attempt in flight, records a reservation, and neither inspects nor dispatches again', async () => {
     const t = await h.setup({
       rules: [{ match: { idempotencyKeyPrefix: 'order-' }, steps: [{ commitThen: 'timeout' }], then: 'normal' }],
     });
@@ -335,7 +335,11 @@ describe('when an operator cancels', () => {
     });
     expect(outcome).toMatchObject({ phase: 'cancelled', attempts: 1, inspections: 0 });
     expect(outcome.reservation).toMatchObject({ idempotencyKey: input.idempotencyKey, attempt: 1 });
-    expect(outcome.reservation?.reason).toContain('timeout');
+    // The cancel aborted the request (the activity heartbeats, so it hears the cancellation): it may have arrived.
+    expect(outcome.reservation?.reason).toBe(
+      'attempt 1 was in flight when the intent was cancelled; its request was aborted and may have reached the provider',
+    );
+    expect(outcome.lastEvidence).toMatchObject({ transport: 'aborted', sent: 'unknown', decision: 'cancelled' });
     expect(outcome.finalReason).toBe('stop');
     expectStableDispatches(t, input, 1);
     expect(t.inspections(input.idempotencyKey)).toHaveLength(0);
