@@ -26,15 +26,22 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
-import { IdempotencyConflict, IntentNotFound, IntentValidationError, RetryqClient } from './client.js';
-import { ConfigError, loadConfig, resolveSecrets } from './config.js';
+import { RetryqClient } from './client.js';
+import { loadConfig, resolveSecrets } from './config.js';
 import type { RetryqConfig } from './config.js';
 import { startDev } from './dev.js';
 import type { IntentInput, IntentStatus } from './intent.js';
 import { resolveTemporalCli, resolveTestServer } from './temporal/binaries.js';
-import { TemporalUnreachable, connectClient, connectWorker } from './temporal/connect.js';
+import {
+  ConfigError,
+  IdempotencyConflictError,
+  IntentNotFoundError,
+  IntentValidationError,
+  RetryqError,
+  UsageError,
+} from './errors.js';
+import { connectClient, connectWorker } from './temporal/connect.js';
 import { installRuntime } from './temporal/runtime.js';
-import { PortInUse, ServerExited } from './temporal/server-process.js';
 import { createWorkers } from './worker.js';
 import { runDemo } from './demo/run.js';
 import { DEMO_API_KEY, DEMO_CREDENTIAL, defaultDemoSize, demoCredential, demoScenario } from './demo/scenario.js';
@@ -42,10 +49,6 @@ import { runProviderSimCli, startProviderSim } from './sim/index.js';
 import { proxyCommand } from './proxy/command.js';
 
 export const ExitCode = { ok: 0, failure: 1, usage: 2, notFound: 3, conflict: 4, config: 78 } as const;
-
-class UsageError extends Error {
-  override readonly name = 'UsageError';
-}
 
 type Out = { out: (s: string) => void; err: (s: string) => void };
 const io: Out = { out: (s) => process.stdout.write(s + '\n'), err: (s) => process.stderr.write(s + '\n') };
@@ -189,7 +192,7 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
 function positiveInt(flag: string, value: string): number {
   const n = Number(value);
   if (!/^\d+$/.test(value) || n < 1)
-    throw new UsageError(`${flag} must be a positive integer (got ${JSON.stringify(value)})`);
+    throw new UsageError({ path: flag, message: 'must be a positive integer', received: value });
   return n;
 }
 
@@ -286,7 +289,7 @@ async function cmdSubmit(argv: string[], config: RetryqConfig): Promise<number> 
     const headers = { ...((action['headers'] as Record<string, string> | undefined) ?? {}) };
     for (const h of values.header) {
       const i = h.indexOf(':');
-      if (i <= 0) throw new UsageError(`--header must look like 'Name: value' (got ${JSON.stringify(h)})`);
+      if (i <= 0) throw new UsageError({ path: '--header', message: "must look like 'Name: value'", received: h });
       headers[h.slice(0, i).trim()] = h.slice(i + 1).trim();
     }
     action['headers'] = headers;
@@ -375,7 +378,8 @@ async function cmdList(argv: string[], config: RetryqConfig): Promise<number> {
     return ExitCode.ok;
   }
   const limit = values.limit === undefined ? 100 : Number(values.limit);
-  if (!Number.isInteger(limit) || limit < 1) throw new UsageError('--limit must be a positive integer');
+  if (!Number.isInteger(limit) || limit < 1)
+    throw new UsageError({ path: '--limit', message: 'must be a positive integer', received: values.limit });
   return withClient(config, async (rq) => {
     const rows = await rq.list({
       ...(values.phase ? { phase: values.phase } : {}),
@@ -479,33 +483,23 @@ export async function main(argv: string[]): Promise<number> {
     if (!run) throw new UsageError(`unknown command "${command}"; run \`retryq help\``);
     return await run(rest, loadConfig());
   } catch (err) {
-    if (err instanceof UsageError) {
-      io.err(`retryq: ${err.message}`);
-      return ExitCode.usage;
-    }
-    if (err instanceof ConfigError) {
-      io.err(err.message);
-      return ExitCode.config;
-    }
-    if (err instanceof IntentValidationError) {
-      io.err(err.message);
-      return ExitCode.usage;
-    }
-    if (err instanceof IntentNotFound) {
-      io.err(`retryq: ${err.message}`);
-      return ExitCode.notFound;
-    }
-    if (err instanceof IdempotencyConflict) {
-      io.err(`retryq: ${err.message}`);
-      return ExitCode.conflict;
-    }
-    if (err instanceof TemporalUnreachable || err instanceof PortInUse || err instanceof ServerExited) {
-      io.err(`retryq: ${err.message}`);
+    if (!(err instanceof RetryqError)) {
+      io.err(`retryq: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
       return ExitCode.failure;
     }
-    io.err(`retryq: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-    return ExitCode.failure;
+    // Problem lists start with their own heading; single-sentence errors get the command's name.
+    io.err(err instanceof ConfigError || err instanceof IntentValidationError ? err.message : `retryq: ${err.message}`);
+    return exitCodeOf(err);
   }
+}
+
+/** The exit code of each error a user can reach. */
+function exitCodeOf(err: RetryqError): number {
+  if (err instanceof UsageError || err instanceof IntentValidationError) return ExitCode.usage;
+  if (err instanceof ConfigError) return ExitCode.config;
+  if (err instanceof IntentNotFoundError) return ExitCode.notFound;
+  if (err instanceof IdempotencyConflictError) return ExitCode.conflict;
+  return ExitCode.failure;
 }
 
 if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('/src/cli.ts')) {

@@ -20,19 +20,30 @@
  * const outcome = await retryq.result('order-1042-charge');
  * ```
  */
-export {
-  IdempotencyConflict,
-  IntentAlreadyEnded,
-  IntentNotFound,
-  IntentValidationError,
-  RetryqClient,
-  fingerprintOf,
-  isFinal,
-  workflowIdOf,
-} from './client.js';
+export { RetryqClient, fingerprintOf, isFinal, workflowIdOf } from './client.js';
 export type { IntentListEntry, RetryqClientOptions, Submitted } from './client.js';
-export { ConfigError, CONFIG_VARIABLES, loadConfig, resolveSecrets } from './config.js';
-export type { ConfigProblem, CredentialConfig, RetryqConfig, TemporalConfig } from './config.js';
+export {
+  CallerGoneError,
+  ConfigError,
+  IdempotencyConflictError,
+  IntentAlreadyEndedError,
+  IntentNotFoundError,
+  IntentValidationError,
+  PortInUseError,
+  ProblemsError,
+  ProxyConfigError,
+  RetryqError,
+  ScenarioError,
+  SearchAttributeTypeMismatchError,
+  ServerExitedError,
+  ServerStartTimeoutError,
+  TemporalBinaryNotFoundError,
+  TemporalUnreachableError,
+  UsageError,
+} from './errors.js';
+export type { Problem } from './errors.js';
+export { CONFIG_VARIABLES, loadConfig, resolveSecrets } from './config.js';
+export type { CredentialConfig, RetryqConfig, TemporalConfig } from './config.js';
 export { FailureType, IntentFailureType, evidenceFromFailure, isProviderFailure } from './failures.js';
 export { Phase, defaultPolicy, intentInputSchema } from './intent.js';
 export type {

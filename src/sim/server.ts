@@ -1060,7 +1060,7 @@ class SimulatedProvider implements ProviderSim {
             type: ProviderErrorType.invalidRequest,
             code: ProviderErrorCode.invalidScenario,
             message: error.message,
-            issues: error.issues,
+            problems: error.problems,
           },
         },
       });

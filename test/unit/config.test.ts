@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, resolveSecrets } from '../../src/config.js';
+import { loadConfig, resolveSecrets } from '../../src/config.js';
+import { ConfigError } from '../../src/errors.js';
 
 const creds = (v: unknown) => ({ RETRYQ_CREDENTIALS: JSON.stringify(v) });
 
@@ -73,7 +74,7 @@ describe('loadConfig with credentials', () => {
       RETRYQ_DEV_PORT: '70000',
       RETRYQ_DEFAULT_DEADLINE: 'tomorrow',
     });
-    const byVar = Object.fromEntries(problems.map((p) => [p.variable, p]));
+    const byVar = Object.fromEntries(problems.map((p) => [p.path, p]));
     expect(Object.keys(byVar).sort()).toEqual(
       [
         'RETRYQ_CREDENTIALS[0].id',
@@ -84,21 +85,22 @@ describe('loadConfig with credentials', () => {
         'RETRYQ_DEFAULT_DEADLINE',
       ].sort(),
     );
-    expect(byVar['RETRYQ_CREDENTIALS[0].id']?.value).toBe('"Bad Id"');
-    expect(byVar['RETRYQ_DEV_PORT']?.rule).toContain('1 to 65535');
-    expect(byVar['RETRYQ_DEFAULT_DEADLINE']?.rule).toContain("'30s'");
+    expect(byVar['RETRYQ_CREDENTIALS[0].id']?.received).toBe('Bad Id');
+    expect(byVar['RETRYQ_DEV_PORT']?.message).toContain('1 to 65535');
+    expect(byVar['RETRYQ_DEFAULT_DEADLINE']?.message).toContain("'30s'");
   });
 
   it('rejects malformed JSON with an example of the expected shape', () => {
     const [p] = problemsOf({ RETRYQ_CREDENTIALS: '[{id: acme}]' });
-    expect(p?.variable).toBe('RETRYQ_CREDENTIALS');
-    expect(p?.rule).toContain('JSON array');
+    expect(p?.path).toBe('RETRYQ_CREDENTIALS');
+    expect(p?.message).toContain('JSON array');
   });
 
   it('rejects unknown fields such as an inline secret, without echoing other fields', () => {
     const problems = problemsOf(creds([{ id: 'a', secretEnv: 'A_KEY', secret: 'sk_live_123' }]));
-    expect(problems[0]?.variable).toBe('RETRYQ_CREDENTIALS[0]');
-    expect(problems[0]?.rule).toMatch(/secret/);
+    expect(problems[0]?.path).toBe('RETRYQ_CREDENTIALS[0]');
+    expect(problems[0]?.message).toMatch(/secret/);
+    expect(JSON.stringify(problems)).not.toContain('sk_live_123');
   });
 
   it('rejects duplicate credential ids', () => {
@@ -108,7 +110,7 @@ describe('loadConfig with credentials', () => {
         { id: 'a', secretEnv: 'B' },
       ]),
     );
-    expect(problems).toEqual([{ variable: 'RETRYQ_CREDENTIALS[1].id', value: 'a', rule: 'must be unique' }]);
+    expect(problems).toEqual([{ path: 'RETRYQ_CREDENTIALS[1].id', message: 'must be unique', received: 'a' }]);
   });
 });
 
@@ -134,7 +136,7 @@ describe('resolveSecrets', () => {
       resolveSecrets(config.credentials, { A_KEY: 'sk_live_visible?' });
       throw new Error('expected ConfigError');
     } catch (err) {
-      expect((err as ConfigError).problems.map((p) => p.variable)).toEqual(['B_KEY']);
+      expect((err as ConfigError).problems.map((p) => p.path)).toEqual(['B_KEY']);
       expect((err as Error).message).not.toContain('sk_live_visible?');
     }
   });
