@@ -33,6 +33,7 @@ import {
   WorkflowIdReusePolicy,
   WorkflowNotFoundError,
 } from '@temporalio/common';
+import { canonicalJson } from './canonical-json.js';
 import { DURATION_HINT, parseDurationMs } from './duration.js';
 import {
   IdempotencyConflictError,
@@ -98,17 +99,6 @@ export function fingerprintOf(spec: Pick<IntentSpec, 'action' | 'credential'>): 
     credential: spec.credential,
   });
   return createHash('sha256').update(canonical).digest('hex');
-}
-
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
 }
 
 /** Submits and follows intents. */

@@ -56,7 +56,7 @@ export { admissionRetryAfter, renderRetryAfter } from './retry-after.js';
 export type { RetryAfterFormat, RetryAfterSpec } from './retry-after.js';
 export { defaultErrorFor, ProviderErrorCode, ProviderErrorType } from './provider-errors.js';
 export type { ErrorBody } from './provider-errors.js';
-export { canonicalJson } from './operation-store.js';
+export { canonicalJson } from '../canonical-json.js';
 export type { OperationError, OperationRecord, OperationStatus } from './operation-store.js';
 export type { RequestCounters, WebhookCounters } from './metrics.js';
 export type { WebhookEvent } from './webhooks.js';
