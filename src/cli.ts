@@ -30,7 +30,9 @@ import { RetryqClient } from './client.js';
 import { loadConfig, resolveSecrets } from './config.js';
 import type { RetryqConfig } from './config.js';
 import { startDev } from './dev.js';
+import { untilStopped } from './stop-signals.js';
 import type { IntentInput, IntentStatus } from './intent.js';
+import { evidenceText } from './policy/index.js';
 import { resolveTemporalCli, resolveTestServer } from './temporal/binaries.js';
 import {
   ConfigError,
@@ -68,28 +70,6 @@ function parse<T extends NonNullable<ParseArgsConfig['options']>>(argv: string[]
     if (err instanceof UsageError) throw err;
     throw new UsageError((err as Error).message);
   }
-}
-
-/**
- * Waits for SIGINT/SIGTERM. A terminal's Ctrl-C reaches every process of the group (npm, tsx, node), and tsx
- * relays it too, so the same signal may arrive twice at once: only a signal more than a second after the first
- * counts as "stop now, without draining".
- */
-function untilSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    let firstAt = 0;
-    const onSignal = (sig: NodeJS.Signals) => {
-      if (firstAt === 0) {
-        firstAt = Date.now();
-        resolve(sig);
-      } else if (Date.now() - firstAt > 1000) {
-        process.stderr.write('Second signal: exiting without draining.\n');
-        process.exit(sig === 'SIGINT' ? 130 : 143);
-      }
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
-  });
 }
 
 const DEV_HELP = `retryq dev — start Temporal (dev server + Web UI, unless TEMPORAL_ADDRESS is set), the retryq workers and,
@@ -179,7 +159,7 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
       (err: unknown) => io.err(`Demo stopped: ${err instanceof Error ? err.message : String(err)}`),
     );
   }
-  const first = await Promise.race([untilSignal().then(() => 'signal' as const), failed]);
+  const first = await Promise.race([untilStopped({ exitOnSecondSignal: true }).then(() => 'signal' as const), failed]);
   stopDemo.abort();
   io.err(first === 'signal' ? 'Stopping: draining workers…' : 'The workers stopped; shutting down…');
   await dev.stop();
@@ -210,7 +190,7 @@ async function cmdWorker(argv: string[], config: RetryqConfig): Promise<number> 
   io.err(
     `retryq workers polling ${config.temporal.address} (namespace ${config.temporal.namespace}); Ctrl-C to drain and stop.`,
   );
-  await Promise.race([untilSignal(), running]);
+  await Promise.race([untilStopped({ exitOnSecondSignal: true }), running]);
   workers.shutdown();
   await running;
   await connection.close();
@@ -331,9 +311,7 @@ export function formatStatus(s: IntentStatus): string {
   if (s.permittedAt) lines.push(`permitted   ${s.permittedAt} (server)`);
   if (s.lastEvidence) {
     const e = s.lastEvidence;
-    lines.push(
-      `last        ${e.status !== undefined ? `HTTP ${e.status}` : `transport ${e.transport ?? '?'}`}${e.code ? ` ${e.code}` : ''} → ${e.decision}${e.retryAfter ? ` (Retry-After ${e.retryAfter})` : ''}`,
-    );
+    lines.push(`last        ${evidenceText(e)} → ${e.decision}${e.retryAfter ? ` (Retry-After ${e.retryAfter})` : ''}`);
   }
   if (s.reservation) lines.push(`reservation ${s.reservation.reason}`);
   if (s.cancelRequested) lines.push(`cancelled   ${s.cancelRequested}`);
@@ -343,7 +321,7 @@ export function formatStatus(s: IntentStatus): string {
       const e = a.evidence;
       lines.push(
         `  ${a.startedAt}  ${a.kind === 'dispatch' ? `attempt ${a.attempt}` : `inspect ${a.attempt}`}  ` +
-          `${e.status !== undefined ? e.status : e.transport}${e.code ? ` ${e.code}` : ''} → ${e.decision}` +
+          `${evidenceText(e)} → ${e.decision}` +
           (a.nextAt ? `, next ${a.nextAt} (${a.floor})` : ''),
       );
     }

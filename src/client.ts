@@ -44,7 +44,7 @@ import {
 } from './errors.js';
 import type { Problem } from './errors.js';
 import { IntentFailureType } from './failures.js';
-import { defaultPolicy, describeTarget, finalPhases, intentInputSchema } from './intent.js';
+import { deadlineDefaults, defaultPolicy, describeTarget, finalPhases, intentInputSchema } from './intent.js';
 import type { IntentInput, IntentOutcome, IntentSpec, IntentStatus, Phase } from './intent.js';
 import type { CodeTable } from './policy/index.js';
 import { credentialKey, retryAttemptKey, retryPhaseKey } from './search-attributes.js';
@@ -115,8 +115,8 @@ export class RetryqClient {
     this.client = options.client;
     this.prefix = options.taskQueuePrefix ?? 'retryq';
     this.queues = taskQueues(this.prefix);
-    this.defaultDeadlineMs = options.defaultDeadlineMs ?? 24 * 3_600_000;
-    this.maxDeadlineMs = options.maxDeadlineMs ?? 30 * 86_400_000;
+    this.defaultDeadlineMs = options.defaultDeadlineMs ?? deadlineDefaults.defaultDeadlineMs;
+    this.maxDeadlineMs = options.maxDeadlineMs ?? deadlineDefaults.maxDeadlineMs;
     this.codes = options.codes;
     this.clock = options.clock ?? Date.now;
   }

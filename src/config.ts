@@ -24,18 +24,16 @@ import type { ClientConnectConfig } from '@temporalio/envconfig';
 import { z } from 'zod';
 import { DURATION_HINT, parseDurationMs } from './duration.js';
 import { ConfigError, problemsFromZod } from './errors.js';
+import { credentialIdSchema, deadlineDefaults, headerNameSchema } from './intent.js';
 import type { Problem } from './errors.js';
 import { projectRoot } from './temporal/binaries.js';
 
-const credentialIdPattern = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 const envVarPattern = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** One API credential retryq may dispatch with. Only the *name* of the variable holding the secret is config. */
 export const credentialSchema = z.strictObject({
   /** The credential id used in intents, task queue names and the UI, e.g. `acme-prod`. */
-  id: z
-    .string()
-    .regex(credentialIdPattern, 'must be 1–63 chars of a-z, 0-9, "_" or "-", starting with a letter or digit'),
+  id: credentialIdSchema,
   /** Name of the environment variable that holds the secret (API key) on the worker. */
   secretEnv: z.string().regex(envVarPattern, 'must be an environment variable name like ACME_PROD_KEY'),
   /**
@@ -50,10 +48,7 @@ export const credentialSchema = z.strictObject({
   /** Inspections in flight at once per worker. @default 2 */
   inspectConcurrency: z.number().int().positive().max(1000).default(2),
   /** Request header that carries the secret. @default 'authorization' */
-  authHeader: z
-    .string()
-    .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be an HTTP header name')
-    .default('authorization'),
+  authHeader: headerNameSchema.default('authorization'),
   /** Scheme before the secret (`Bearer <secret>`); empty for the bare secret (e.g. with `x-api-key`). @default 'Bearer' */
   authScheme: z
     .string()
@@ -162,8 +157,8 @@ export function loadConfig(env: Env = process.env): RetryqConfig {
   const credentials = parseCredentials(raw('RETRYQ_CREDENTIALS'), problems);
 
   const intents = {
-    defaultDeadlineMs: duration('RETRYQ_DEFAULT_DEADLINE', 24 * 3_600_000),
-    maxDeadlineMs: duration('RETRYQ_MAX_DEADLINE', 30 * 86_400_000),
+    defaultDeadlineMs: duration('RETRYQ_DEFAULT_DEADLINE', deadlineDefaults.defaultDeadlineMs),
+    maxDeadlineMs: duration('RETRYQ_MAX_DEADLINE', deadlineDefaults.maxDeadlineMs),
   };
   if (intents.defaultDeadlineMs > intents.maxDeadlineMs)
     problems.push({

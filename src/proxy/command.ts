@@ -25,6 +25,7 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { ProxyConfigError, UsageError } from '../errors.js';
+import { untilStopped } from '../stop-signals.js';
 import type { ProxyOptions } from './options.js';
 import type { RunningProxy } from './server.js';
 import { startProxy } from './server.js';
@@ -143,7 +144,7 @@ export async function proxyCommand(
   }
   io.out(`  metrics: ${proxy.url}/metrics`);
 
-  const reason = await untilStopped(options.signal);
+  const reason = await untilStopped({ signal: options.signal });
   io.err(`retryq proxy: stopping (${reason})…`);
   await proxy.close();
   io.err('retryq proxy: stopped');
@@ -269,23 +270,4 @@ async function readConfigFile(file: string): Promise<Record<string, unknown>> {
     );
   }
   return value as Record<string, unknown>;
-}
-
-/** Resolves with the reason once SIGINT, SIGTERM or `signal` asks to stop. */
-function untilStopped(signal: AbortSignal | undefined): Promise<string> {
-  return new Promise((resolve) => {
-    const done = (reason: string): void => {
-      process.off('SIGINT', onInt);
-      process.off('SIGTERM', onTerm);
-      signal?.removeEventListener('abort', onAbort);
-      resolve(reason);
-    };
-    const onInt = (): void => done('SIGINT');
-    const onTerm = (): void => done('SIGTERM');
-    const onAbort = (): void => done('stop requested');
-    if (signal?.aborted === true) return done('stop requested');
-    process.once('SIGINT', onInt);
-    process.once('SIGTERM', onTerm);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

@@ -4,6 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { UsageError } from '../errors.js';
+import { untilStopped } from '../stop-signals.js';
 import { isScenarioError, loadScenarioFile, parseScenario, patchScenario } from './scenario.js';
 import type { Scenario, ScenarioPatch } from './scenario.js';
 import { startProviderSim } from './server.js';
@@ -112,18 +113,6 @@ export interface ProviderSimCliIo {
   shutdown?: Promise<unknown>;
 }
 
-function untilSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    const onSignal = (signal: NodeJS.Signals): void => {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-      resolve(signal);
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
-  });
-}
-
 async function loadScenario(options: ProviderSimCliOptions): Promise<Scenario> {
   const base = options.scenarioFile === undefined ? parseScenario({}) : await loadScenarioFile(options.scenarioFile);
   return patchScenario(base, options.overrides, 'flags');
@@ -156,7 +145,7 @@ export async function runProviderSimCli(argv: readonly string[], io: ProviderSim
     }
     throw error;
   }
-  const shutdown = io.shutdown ?? untilSignal();
+  const shutdown = io.shutdown ?? untilStopped();
   let sim;
   try {
     sim = await startProviderSim({

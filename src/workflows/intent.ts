@@ -33,7 +33,7 @@ import {
 } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair } from '@temporalio/common/lib/search-attributes.js';
 import type { Activities, DispatchResult, InspectResult } from '../activities/index.js';
-import { IntentFailureType, describeEvidence, evidenceFromFailure } from '../failures.js';
+import { IntentFailureType, evidenceFromFailure } from '../failures.js';
 import { ATTEMPT_LOG_LIMIT, Phase, describeTarget } from '../intent.js';
 import type {
   AttemptRecord,
@@ -43,7 +43,7 @@ import type {
   IntentStatus,
   Reservation,
 } from '../intent.js';
-import { classify, headerValue, nextAttempt } from '../policy/index.js';
+import { classify, describeEvidence, evidenceText, headerValue, nextAttempt } from '../policy/index.js';
 import type { Decision, Evidence, Schedule } from '../policy/index.js';
 import {
   credentialKey,
@@ -189,9 +189,7 @@ class IntentRun {
 
   lastEvidenceText(): string {
     const ev = this.status.lastEvidence;
-    if (!ev) return 'no answer yet';
-    if (ev.status !== undefined) return `HTTP ${ev.status}${ev.code ? ` ${ev.code}` : ''}`;
-    return `${ev.transport ?? 'transport'} failure`;
+    return ev ? evidenceText(ev) : 'no answer yet';
   }
 
   record(entry: AttemptRecord): void {
