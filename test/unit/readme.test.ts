@@ -1,7 +1,7 @@
 /**
  * The README is the user's manual: these tests keep it from drifting away from the code.
  */
-import { readFile } from 'node:fs/promises';
+import { readFile, readdir } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { CONFIG_VARIABLES } from '../../src/config.js';
 
@@ -44,5 +44,15 @@ describe('the README', () => {
     expect(pkg.scripts['test']).toContain('vitest run');
     const ci = await read('.ci/run');
     expect(ci.split('\n').filter((l) => l.trim() && !l.startsWith('#'))).toContain('npm test');
+  });
+
+  it('draws every room of src/ in the Development section', async () => {
+    const readme = await read('README.md');
+    const at = readme.indexOf('## Development');
+    const picture = /```text\n([\s\S]*?)```/.exec(readme.slice(at))?.[1] ?? '';
+    for (const entry of await readdir(new URL('src/', root), { withFileTypes: true })) {
+      const room = `src/${entry.name}${entry.isDirectory() ? '/' : ''}`;
+      expect(picture, `the room picture names ${room}`).toContain(room);
+    }
   });
 });
