@@ -44,6 +44,7 @@ import {
 } from './errors.js';
 import { connectClient, connectWorker } from './temporal/connect.js';
 import { installRuntime } from './temporal/runtime.js';
+import { assertPortFree } from './temporal/server-process.js';
 import { createWorkers } from './worker.js';
 import { runDemo } from './demo/run.js';
 import { DEMO_API_KEY, DEMO_CREDENTIAL, defaultDemoSize, demoCredential, demoScenario } from './demo/scenario.js';
@@ -100,7 +101,11 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
   };
   const logFile = path.join(config.dev.dataDir, 'retryq-dev.log');
   installRuntime({ level: 'INFO', coreLevel: 'WARN', logFile });
-  const sim = withDemo ? await startProviderSim({ scenario: demoScenario(size) }) : undefined;
+  let sim: Awaited<ReturnType<typeof startProviderSim>> | undefined;
+  if (withDemo) {
+    await assertPortFree('127.0.0.1', config.dev.simPort, 'simulated provider, RETRYQ_DEV_SIM_PORT');
+    sim = await startProviderSim({ port: config.dev.simPort, scenario: demoScenario(size) });
+  }
   const devConfig = sim ? { ...config, credentials: [...config.credentials, demoCredential()] } : config;
   const secrets = new Map(resolveSecrets(config.credentials));
   if (sim) secrets.set(DEMO_CREDENTIAL, DEMO_API_KEY);

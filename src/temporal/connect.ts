@@ -10,7 +10,7 @@
  * ```
  */
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
+import type { NativeConnection } from '@temporalio/worker';
 import type { TemporalConfig } from '../config.js';
 import { TemporalUnreachableError } from '../errors.js';
 
@@ -50,8 +50,12 @@ export async function connectClient(
   };
 }
 
-/** A worker connection to the configured server. */
+/**
+ * A worker connection to the configured server. `@temporalio/worker` (a native addon) is loaded here, on first
+ * use, so that the client side (`retryq`, `RetryqClient.connect`) never loads it.
+ */
 export async function connectWorker(config: TemporalConfig): Promise<NativeConnection> {
+  const { NativeConnection } = await import('@temporalio/worker');
   try {
     return await NativeConnection.connect({ ...config.connect.connectionOptions, address: config.address });
   } catch (err) {
