@@ -13,6 +13,7 @@
  */
 import type { Evidence } from './evidence.js';
 import { headerValue } from './evidence.js';
+import { parseRetryAfter } from './retry-after.js';
 
 /** What a call told us, from {@link Evidence} or from its summary in an intent's status. */
 export interface EvidenceFacts {
@@ -42,4 +43,10 @@ export function describeEvidence(e: Evidence): string {
   if (retryAfter !== undefined) parts.push(`(Retry-After: ${retryAfter.slice(0, 40)})`);
   if (e.status === undefined) parts.push(e.sent === 'no' ? '(not sent)' : '(may have been sent)');
   return parts.join(' ');
+}
+
+/** A raw `Retry-After` for people: delay-seconds with their unit (`120 s`), anything else as the server sent it. */
+export function retryAfterText(raw: string): string {
+  // The anchor only shifts `notBefore`; whether the value is delay-seconds does not depend on it.
+  return parseRetryAfter(raw, { now: new Date(0) }).kind === 'delay' ? `${raw.trim()} s` : raw;
 }

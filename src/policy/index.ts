@@ -34,7 +34,9 @@ export { defaultCodeTable, lookupCode, mergeCodeTables, permanentReasons } from 
 export type { Evidence, Purpose, Sent, TransportFailure } from './evidence.js';
 export { headerValue, isRead, readMethods, safeMethods } from './evidence.js';
 export type { EvidenceFacts } from './evidence-text.js';
-export { describeEvidence, evidenceText } from './evidence-text.js';
+export { describeEvidence, evidenceText, retryAfterText } from './evidence-text.js';
+export type { InspectionContext, InspectionFinding, InspectionVerdict, RetryDecision } from './inspection.js';
+export { inspectionFailure, inspectionVerdict } from './inspection.js';
 export type { TransportFailureOf } from './transport-failure.js';
 export { transportFailureOf } from './transport-failure.js';
 export type { HttpDateFormat, HttpDateOptions, HttpDateScan } from './http-date.js';
