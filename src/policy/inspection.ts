@@ -11,9 +11,9 @@ import { classify } from './classify.js';
 import type { Evidence } from './evidence.js';
 
 /** What the provider holds under the idempotency key (the inspect activity's answer). */
-export type InspectionFinding =
+export type InspectionFinding<R = unknown> =
   | { kind: 'absent' }
-  | { kind: 'succeeded'; result: unknown }
+  | { kind: 'succeeded'; result: R }
   | { kind: 'failed'; error: { status?: number | undefined; code?: string | undefined; message?: string | undefined } }
   | { kind: 'pending'; state: string };
 
@@ -23,15 +23,15 @@ export type RetryDecision = Extract<Decision, { kind: 'rate_limited' | 'transien
 /**
  * What an inspection's finding means.
  *
- * - `took_effect`: the attempt of unknown outcome succeeded at the provider.
+ * - `took_effect`: the attempt of unknown outcome succeeded at the provider; `result` is what it holds.
  * - `redispatch`: it did not take effect; dispatch again with the same key, after `decision` (the backoff, and
  *   never before the server's earlier floor).
  * - `inspect_again`: the operation is still pending; inspect again after `decision`.
  * - `recorded_failure`: the provider recorded the attempt as failed. Final whatever `decision` says: the same
  *   idempotency key would only replay that answer. `evidence` is what the provider recorded, as if it had answered.
  */
-export type InspectionVerdict =
-  | { kind: 'took_effect' }
+export type InspectionVerdict<R = unknown> =
+  | { kind: 'took_effect'; result: R }
   | { kind: 'redispatch'; decision: RetryDecision }
   | { kind: 'inspect_again'; decision: RetryDecision }
   | { kind: 'recorded_failure'; evidence: Evidence; decision: Decision };
@@ -55,10 +55,10 @@ export interface InspectionContext {
  * inspectionVerdict({ kind: 'pending', state: 'processing' }, { method: 'POST', permittedAtMs: undefined, now });
  * // { kind: 'inspect_again', decision: { kind: 'transient', reason: 'operation processing', retryAfter: { kind: 'absent' } } }
  */
-export function inspectionVerdict(found: InspectionFinding, ctx: InspectionContext): InspectionVerdict {
+export function inspectionVerdict<R>(found: InspectionFinding<R>, ctx: InspectionContext): InspectionVerdict<R> {
   switch (found.kind) {
     case 'succeeded':
-      return { kind: 'took_effect' };
+      return { kind: 'took_effect', result: found.result };
     case 'absent': {
       // A failed attempt all the same: the next one waits for the backoff and any server floor, like after a
       // transient failure.

@@ -6,7 +6,10 @@ const ctx = { method: 'POST', permittedAtMs: undefined, now };
 
 describe('inspectionVerdict: what the state found under the idempotency key means', () => {
   it('an operation that succeeded took effect', () => {
-    expect(inspectionVerdict({ kind: 'succeeded', result: { id: 'op_1' } }, ctx)).toEqual({ kind: 'took_effect' });
+    expect(inspectionVerdict({ kind: 'succeeded', result: { id: 'op_1' } }, ctx)).toEqual({
+      kind: 'took_effect',
+      result: { id: 'op_1' },
+    });
   });
 
   it('no operation means re-dispatch after the backoff when the server set no floor', () => {
