@@ -42,6 +42,11 @@ export interface Problem {
 export abstract class RetryqError extends Error {
   /** Stable and machine-readable (`invalid_intent`, `intent_not_found`, …): match on this, not on the message. */
   abstract readonly code: string;
+
+  /** The class's name (`IntentValidationError`, …), also in the first line of the stack. */
+  override get name(): string {
+    return this.constructor.name;
+  }
 }
 
 /** `received` as short text for a message: JSON, cut to 120 characters. */
@@ -139,7 +144,6 @@ export abstract class ProblemsError extends RetryqError {
 
 /** The intent input is invalid; nothing was started. `problems` names every field that is wrong and why. */
 export class IntentValidationError extends ProblemsError {
-  override readonly name = 'IntentValidationError';
   readonly code = 'invalid_intent';
   constructor(problems: readonly Problem[]) {
     super(problems, 'intent', '(intent)');
@@ -148,7 +152,6 @@ export class IntentValidationError extends ProblemsError {
 
 /** The idempotency key is already used by an intent with a different payload. Nothing was started. */
 export class IdempotencyConflictError extends RetryqError {
-  override readonly name = 'IdempotencyConflictError';
   readonly code = 'idempotency_conflict';
   constructor(
     readonly idempotencyKey: string,
@@ -164,7 +167,6 @@ export class IdempotencyConflictError extends RetryqError {
 
 /** No intent with this idempotency key exists. */
 export class IntentNotFoundError extends RetryqError {
-  override readonly name: string = 'IntentNotFoundError';
   readonly code: string = 'intent_not_found';
   constructor(
     readonly idempotencyKey: string,
@@ -180,7 +182,6 @@ export class IntentNotFoundError extends RetryqError {
  * working.
  */
 export class IntentAlreadyEndedError extends IntentNotFoundError {
-  override readonly name = 'IntentAlreadyEndedError';
   override readonly code = 'intent_already_ended';
   constructor(
     idempotencyKey: string,
@@ -202,7 +203,6 @@ export class IntentAlreadyEndedError extends IntentNotFoundError {
  * seen there, never a secret.
  */
 export class ConfigError extends ProblemsError {
-  override readonly name = 'ConfigError';
   readonly code = 'invalid_config';
   constructor(problems: readonly Problem[]) {
     super(problems, 'retryq configuration');
@@ -211,7 +211,6 @@ export class ConfigError extends ProblemsError {
 
 /** The proxy (or `retryingFetch`) configuration is invalid; `problems` lists every problem (option path first). */
 export class ProxyConfigError extends ProblemsError {
-  override readonly name = 'ProxyConfigError';
   readonly code = 'invalid_proxy_config';
   constructor(problems: readonly Problem[]) {
     super(problems, 'proxy configuration');
@@ -220,7 +219,6 @@ export class ProxyConfigError extends ProblemsError {
 
 /** A simulator scenario failed validation; `problems` lists every problem, with the value found (`received`). */
 export class ScenarioError extends ProblemsError {
-  override readonly name = 'ScenarioError';
   readonly code = 'invalid_scenario';
   constructor(
     problems: readonly Problem[],
@@ -236,7 +234,6 @@ export class ScenarioError extends ProblemsError {
  * code 2. `problem.path` names the flag or argument.
  */
 export class UsageError extends RetryqError {
-  override readonly name = 'UsageError';
   readonly code = 'usage';
   /** The problem, when the message names one flag or argument. */
   readonly problem: Problem | undefined;
@@ -256,13 +253,11 @@ function usageSentence(problem: Problem): string {
 
 /** Could not reach Temporal; the message says where and how to fix it (never the API key). */
 export class TemporalUnreachableError extends RetryqError {
-  override readonly name = 'TemporalUnreachableError';
   readonly code = 'temporal_unreachable';
 }
 
 /** No source produced a working Temporal binary; `attempts` says what was tried and why it failed. */
 export class TemporalBinaryNotFoundError extends RetryqError {
-  override readonly name = 'TemporalBinaryNotFoundError';
   readonly code = 'temporal_binary_not_found';
   constructor(
     readonly binary: 'temporal CLI' | 'time-skipping test server',
@@ -283,13 +278,11 @@ export class TemporalBinaryNotFoundError extends RetryqError {
 
 /** A search attribute exists with a type other than the one retryq needs. */
 export class SearchAttributeTypeMismatchError extends RetryqError {
-  override readonly name = 'SearchAttributeTypeMismatchError';
   readonly code = 'search_attribute_type_mismatch';
 }
 
 /** The port a server needs is already in use; nothing was started. */
 export class PortInUseError extends RetryqError {
-  override readonly name = 'PortInUseError';
   readonly code = 'port_in_use';
   constructor(
     readonly host: string,
@@ -306,7 +299,6 @@ export class PortInUseError extends RetryqError {
 
 /** The server process exited (or could not be spawned) before it became ready. */
 export class ServerExitedError extends RetryqError {
-  override readonly name = 'ServerExitedError';
   readonly code = 'server_exited';
   constructor(
     readonly what: string,
@@ -323,7 +315,6 @@ export class ServerExitedError extends RetryqError {
 
 /** The server did not become ready in time; it was stopped. */
 export class ServerStartTimeoutError extends RetryqError {
-  override readonly name = 'ServerStartTimeoutError';
   readonly code = 'server_start_timeout';
 }
 
@@ -331,6 +322,5 @@ export class ServerStartTimeoutError extends RetryqError {
 
 /** The caller went away (its signal aborted) while the proxy was forwarding its request. */
 export class CallerGoneError extends RetryqError {
-  override readonly name = 'CallerGoneError';
   readonly code = 'caller_gone';
 }
