@@ -19,7 +19,7 @@
  *
  * @example
  * ```sh
- * npm run retryq -- status order-1042-charge --json
+ * npx retryq status order-1042-charge --json
  * ```
  */
 import { readFile } from 'node:fs/promises';
@@ -33,7 +33,7 @@ import { startDev } from './dev.js';
 import { untilStopped } from './stop-signals.js';
 import type { IntentInput, IntentStatus } from './intent.js';
 import { evidenceText } from './policy/index.js';
-import { resolveTemporalCli, resolveTestServer } from './temporal/binaries.js';
+import { projectRoot, resolveTemporalCli, resolveTestServer } from './temporal/binaries.js';
 import {
   ConfigError,
   IdempotencyConflictError,
@@ -448,6 +448,7 @@ Commands:
   proxy        synchronous retrying proxy for idempotent reads (see \`retryq proxy --help\`)
   sim          the simulated provider (see \`retryq sim --help\`)
   doctor       show the Temporal binaries in use
+  version      the installed retryq version (also --version)
 
 Configuration comes from the environment; see the README.`;
 
@@ -458,6 +459,11 @@ export async function main(argv: string[]): Promise<number> {
     if (!command || command === 'help' || command === '--help' || command === '-h') {
       io.out(HELP);
       return command ? ExitCode.ok : ExitCode.usage;
+    }
+    if (command === 'version' || command === '--version' || command === '-v') {
+      const pkg = JSON.parse(await readFile(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string };
+      io.out(pkg.version);
+      return ExitCode.ok;
     }
     if (command === 'doctor') return await cmdDoctor(rest);
     if (command === 'proxy') return await proxyCommand(rest, io);

@@ -24,9 +24,9 @@ import type { ClientConnectConfig } from '@temporalio/envconfig';
 import { z } from 'zod';
 import { DURATION_HINT, parseDurationMs } from './duration.js';
 import { ConfigError, problemsFromZod } from './errors.js';
-import { credentialIdSchema, deadlineDefaults, headerNameSchema } from './intent.js';
 import type { Problem } from './errors.js';
-import { projectRoot } from './temporal/binaries.js';
+import { credentialIdSchema, deadlineDefaults, headerNameSchema } from './intent.js';
+import { stateRoot } from './temporal/binaries.js';
 
 const envVarPattern = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -171,7 +171,7 @@ export function loadConfig(env: Env = process.env): RetryqConfig {
     });
 
   const dev: DevConfig = {
-    dataDir: path.resolve(projectRoot, raw('RETRYQ_DATA_DIR') ?? '.data'),
+    dataDir: path.resolve(stateRoot, raw('RETRYQ_DATA_DIR') ?? '.data'),
     ip: raw('RETRYQ_DEV_IP') ?? '127.0.0.1',
     port: port('RETRYQ_DEV_PORT', 7233),
     uiPort: port('RETRYQ_UI_PORT', 8233),
