@@ -31,10 +31,14 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { SearchAttributeUpdatePair } from '@temporalio/common/lib/search-attributes.js';
+import type {
+  SearchAttributeKey,
+  SearchAttributeType,
+  SearchAttributeUpdatePair,
+} from '@temporalio/common/lib/search-attributes.js';
 import type { Activities, DispatchResult, InspectResult } from '../activities/index.js';
 import { IntentFailureType, evidenceFromFailure } from '../failures.js';
-import { ATTEMPT_LOG_LIMIT, Phase, describeTarget } from '../intent.js';
+import { ATTEMPT_LOG_LIMIT, Phase, describeTarget } from '../intent-status.js';
 import type {
   AttemptRecord,
   EvidenceSummary,
@@ -42,18 +46,15 @@ import type {
   IntentSpec,
   IntentStatus,
   Reservation,
-} from '../intent.js';
-import {
-  classify,
-  describeEvidence,
-  evidenceText,
-  headerValue,
-  inspectionFailure,
-  inspectionVerdict,
-  nextAttempt,
-  retryAfterText,
-} from '../policy/index.js';
-import type { Decision, Evidence, Schedule } from '../policy/index.js';
+} from '../intent-status.js';
+import { classify } from '../policy/classify.js';
+import type { Decision } from '../policy/classify.js';
+import { headerValue } from '../policy/evidence.js';
+import type { Evidence } from '../policy/evidence.js';
+import { nextAttempt } from '../policy/schedule.js';
+import type { Schedule } from '../policy/schedule.js';
+import { describeEvidence, evidenceText, retryAfterText } from '../policy/evidence-text.js';
+import { inspectionFailure, inspectionVerdict } from '../policy/inspection.js';
 import {
   credentialKey,
   lastErrorCodeKey,
@@ -74,6 +75,13 @@ export const statusQuery = defineQuery<IntentStatus>('status');
 export interface IntentWorkflowOptions {
   /** @default 'retryq' */
   taskQueuePrefix?: string;
+  /**
+   * Upsert only the search attributes that changed, at most once per workflow task. Every intent the client starts
+   * sets it; runs started without it (histories recorded before it existed) keep upserting all attributes at every
+   * transition, which is the command sequence their histories hold, so they still replay.
+   * @default false
+   */
+  publishChangesOnly?: boolean;
   /** @internal state carried across continue-as-new */
   carried?: CarriedState;
 }
@@ -103,6 +111,7 @@ class IntentRun {
   readonly taskQueuePrefix: string;
   readonly queues: ReturnType<typeof taskQueues>;
   readonly target: string;
+  readonly changesOnly: boolean;
 
   constructor(
     readonly spec: IntentSpec,
@@ -112,6 +121,7 @@ class IntentRun {
     this.taskQueuePrefix = options.taskQueuePrefix ?? 'retryq';
     this.queues = taskQueues(this.taskQueuePrefix);
     this.target = describeTarget(spec.action.method, spec.action.url);
+    this.changesOnly = options.publishChangesOnly === true;
     const carried = options.carried;
     if (carried) {
       this.status = carried.status;
@@ -146,21 +156,48 @@ class IntentRun {
 
   // ---- visibility ---------------------------------------------------------------------------------------
 
-  /** Search attributes and the UI's current-details text, at every transition. */
+  /**
+   * Search attributes and the UI's current-details text, at every transition. Upserts only the attributes whose
+   * values differ from what the run already holds (the client's start values, or the previous run's after
+   * continue-as-new), so a transition that changes none adds no history event.
+   */
   publish(): void {
     const s = this.status;
     const ev = s.lastEvidence;
     const errorCode = ev
       ? (ev.code ?? (ev.status ? `http_${ev.status}` : ev.transport ? `transport_${ev.transport}` : null))
       : null;
-    const updates: SearchAttributeUpdatePair[] = [
-      { key: retryPhaseKey, value: s.phase },
-      { key: retryAttemptKey, value: s.attempts },
-      { key: credentialKey, value: s.credential },
-      { key: nextAttemptAtKey, value: s.nextAttemptAt ? new Date(s.nextAttemptAt) : null },
-    ];
-    if (errorCode !== null && ev?.decision !== 'success') updates.push({ key: lastErrorCodeKey, value: errorCode });
-    upsertSearchAttributes(updates);
+    const updates: SearchAttributeUpdatePair[] = [];
+    if (!this.changesOnly) {
+      // The original sequence: every attribute at every transition (what runs without the option recorded).
+      updates.push(
+        { key: retryPhaseKey, value: s.phase },
+        { key: retryAttemptKey, value: s.attempts },
+        { key: credentialKey, value: s.credential },
+        { key: nextAttemptAtKey, value: s.nextAttemptAt ? new Date(s.nextAttemptAt) : null },
+      );
+      if (errorCode !== null && ev?.decision !== 'success') updates.push({ key: lastErrorCodeKey, value: errorCode });
+      upsertSearchAttributes(updates);
+      setCurrentDetails(this.details());
+      return;
+    }
+    const held = workflowInfo().typedSearchAttributes;
+    const put = <T extends string | number | Date>(key: SearchAttributeKey<SearchAttributeType>, value: T | null) => {
+      const now = held.get(key) as T | undefined;
+      const same =
+        value === null
+          ? now === undefined
+          : value instanceof Date
+            ? now instanceof Date && now.getTime() === value.getTime()
+            : now === value;
+      if (!same) updates.push({ key, value } as SearchAttributeUpdatePair);
+    };
+    put(retryPhaseKey, s.phase);
+    put(retryAttemptKey, s.attempts);
+    put(credentialKey, s.credential);
+    put(nextAttemptAtKey, s.nextAttemptAt ? new Date(s.nextAttemptAt) : null);
+    if (errorCode !== null && ev?.decision !== 'success') put(lastErrorCodeKey, errorCode);
+    if (updates.length > 0) upsertSearchAttributes(updates);
     setCurrentDetails(this.details());
   }
 
@@ -240,7 +277,7 @@ class IntentRun {
   }
 
   optionsForNextRun(): IntentWorkflowOptions {
-    return { taskQueuePrefix: this.taskQueuePrefix };
+    return { taskQueuePrefix: this.taskQueuePrefix, ...(this.changesOnly ? { publishChangesOnly: true } : {}) };
   }
 
   /** Durable sleep until the next call is due; a cancel ends it, "retry now" shortens it to the server floor. */
@@ -257,7 +294,9 @@ class IntentRun {
       if (woke && this.status.cancelRequested === undefined) {
         // Retry now: as soon as the server permits, never before (invariant 2).
         const earliest = Math.max(Date.now(), this.permittedAtMs ?? 0);
-        if (earliest < dueAt) this.setDue(earliest);
+        // Due now: the dispatch that follows in this workflow task publishes; a later floor is a new wait.
+        if (this.changesOnly && earliest <= Date.now()) this.dueAtMs = undefined;
+        else if (earliest < dueAt) this.setDue(earliest);
         return;
       }
       if (woke) return;
@@ -349,7 +388,9 @@ class IntentRun {
         this.needsInspection = true;
         this.inspectionsSinceUnknown = 0;
         s.reservation = reservation(this.spec.idempotencyKey, s.attempts, `attempt ${s.attempts}: ${decision.reason}`);
-        this.publish();
+        // With changesOnly, no publish here: the loop's next step (the inspection, or the end) publishes in this
+        // same workflow task.
+        if (!this.changesOnly) this.publish();
         return undefined;
       case 'rate_limited':
       case 'transient':

@@ -141,3 +141,36 @@ describe('resolveSecrets', () => {
     }
   });
 });
+
+describe('loadConfig worker sizing', () => {
+  it('bounds the workflow cache and workflow-task slots by default (100 cached, 10 at once)', () => {
+    expect(loadConfig({}).worker).toEqual({ maxCachedWorkflows: 100, workflowTaskConcurrency: 10 });
+  });
+
+  it('reads RETRYQ_MAX_CACHED_WORKFLOWS and RETRYQ_WORKFLOW_TASK_CONCURRENCY', () => {
+    const c = loadConfig({ RETRYQ_MAX_CACHED_WORKFLOWS: '2000', RETRYQ_WORKFLOW_TASK_CONCURRENCY: '40' });
+    expect(c.worker).toEqual({ maxCachedWorkflows: 2000, workflowTaskConcurrency: 40 });
+    expect(loadConfig({ RETRYQ_MAX_CACHED_WORKFLOWS: '0' }).worker.maxCachedWorkflows).toBe(0);
+  });
+
+  it('names the variable, the value and the rule for every bad value', () => {
+    expect(problemsOf({ RETRYQ_MAX_CACHED_WORKFLOWS: 'lots', RETRYQ_WORKFLOW_TASK_CONCURRENCY: '1.5' })).toEqual([
+      { path: 'RETRYQ_MAX_CACHED_WORKFLOWS', message: 'must be a whole number', received: 'lots' },
+      { path: 'RETRYQ_WORKFLOW_TASK_CONCURRENCY', message: 'must be a whole number', received: '1.5' },
+    ]);
+    expect(problemsOf({ RETRYQ_MAX_CACHED_WORKFLOWS: '1' })).toEqual([
+      {
+        path: 'RETRYQ_MAX_CACHED_WORKFLOWS',
+        received: '1',
+        message: 'must be 0 (no cache: every workflow task replays) or at least 2',
+      },
+    ]);
+    expect(problemsOf({ RETRYQ_MAX_CACHED_WORKFLOWS: '20', RETRYQ_WORKFLOW_TASK_CONCURRENCY: '40' })).toEqual([
+      {
+        path: 'RETRYQ_WORKFLOW_TASK_CONCURRENCY',
+        received: '40',
+        message: 'must not exceed the cache size (20): a running workflow task needs its workflow in the cache',
+      },
+    ]);
+  });
+});
