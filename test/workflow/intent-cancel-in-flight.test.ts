@@ -2,14 +2,16 @@
  * A cancelled intent cancels its HTTP request in flight: the dispatch activity heartbeats, so the cancellation
  * reaches it, and its abort signal closes the connection long before the attempt timeout. The provider here is a
  * plain HTTP server on port 0 that never answers and records when each request's connection closes.
- * Time-skipping (the test server does not skip time while the activity runs).
+ * Time-skipping (the test server does not skip time while the activity runs). These tests never need time to
+ * skip, and stay in a file of their own: the time-skipping test server keeps counting an activity whose workflow
+ * ended before the activity did (a cancellation of type TRY_CANCEL) as outstanding, and skips no time after it.
  */
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { workflowIdOf } from '../../src/client.js';
-import { useIntentHarness } from '../support/intent-harness.js';
+import { expectStableDispatches, useIntentHarness } from '../support/intent-harness.js';
 
 const h = useIntentHarness();
 
@@ -79,5 +81,37 @@ describe('when an intent is cancelled while its dispatch waits for the provider'
     });
     expect(outcome).toMatchObject({ phase: 'cancelled', attempts: 1, cancelRequested: 'cancelled through Temporal' });
     expect(outcome.reservation?.reason).toBe('attempt in flight at cancellation');
+  });
+
+  it('aborts the attempt in flight, records a reservation, and neither inspects nor dispatches again', async () => {
+    const t = await h.setup({
+      rules: [{ match: { idempotencyKeyPrefix: 'order-' }, steps: [{ commitThen: 'timeout' }], then: 'normal' }],
+    });
+    const input = t.intent({ policy: { attemptTimeout: '1500ms' } });
+    const outcome = await t.run(async () => {
+      await t.submit(input);
+      await t.waitForStatus(input.idempotencyKey, (x) => x.phase === 'dispatching', 'dispatching');
+      // The provider executed the write and holds the answer back.
+      for (let i = 0; i < 100 && t.sim.sideEffects(input.idempotencyKey) === 0; i++)
+        await new Promise((r) => setTimeout(r, 10));
+      await t.client.cancel(input.idempotencyKey, 'stop');
+      const result = await t.client.result(input.idempotencyKey);
+      const metadata = await t.env.client.workflow
+        .getHandle(workflowIdOf(input.idempotencyKey))
+        .query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+      expect(metadata.currentDetails).toBe(`Cancelled: stop. Reservation to reconcile: ${result.reservation?.reason}.`);
+      return result;
+    });
+    expect(outcome).toMatchObject({ phase: 'cancelled', attempts: 1, inspections: 0 });
+    expect(outcome.reservation).toMatchObject({ idempotencyKey: input.idempotencyKey, attempt: 1 });
+    // The cancel aborted the request (the activity heartbeats, so it hears the cancellation): it may have arrived.
+    expect(outcome.reservation?.reason).toBe(
+      'attempt 1 was in flight when the intent was cancelled; its request was aborted and may have reached the provider',
+    );
+    expect(outcome.lastEvidence).toMatchObject({ transport: 'aborted', sent: 'unknown', decision: 'cancelled' });
+    expect(outcome.finalReason).toBe('stop');
+    expectStableDispatches(t, input, 1);
+    expect(t.inspections(input.idempotencyKey)).toHaveLength(0);
+    expect(t.sim.sideEffects(input.idempotencyKey)).toBe(1);
   });
 });

@@ -316,37 +316,6 @@ describe('when an operator cancels', () => {
     expectStableDispatches(t, input, 1);
   });
 
-  it('aborts the attempt in flight, records a reservation, and neither inspects nor dispatches again', async () => {
-    const t = await h.setup({
-      rules: [{ match: { idempotencyKeyPrefix: 'order-' }, steps: [{ commitThen: 'timeout' }], then: 'normal' }],
-    });
-    const input = t.intent({ policy: { attemptTimeout: '1500ms' } });
-    const outcome = await t.run(async () => {
-      await t.submit(input);
-      await t.waitForStatus(input.idempotencyKey, (x) => x.phase === 'dispatching', 'dispatching');
-      // The provider executed the write and holds the answer back.
-      for (let i = 0; i < 100 && t.sim.sideEffects(input.idempotencyKey) === 0; i++)
-        await new Promise((r) => setTimeout(r, 10));
-      await t.client.cancel(input.idempotencyKey, 'stop');
-      const result = await t.client.result(input.idempotencyKey);
-      expect(await currentDetails(t, input.idempotencyKey)).toBe(
-        `Cancelled: stop. Reservation to reconcile: ${result.reservation?.reason}.`,
-      );
-      return result;
-    });
-    expect(outcome).toMatchObject({ phase: 'cancelled', attempts: 1, inspections: 0 });
-    expect(outcome.reservation).toMatchObject({ idempotencyKey: input.idempotencyKey, attempt: 1 });
-    // The cancel aborted the request (the activity heartbeats, so it hears the cancellation): it may have arrived.
-    expect(outcome.reservation?.reason).toBe(
-      'attempt 1 was in flight when the intent was cancelled; its request was aborted and may have reached the provider',
-    );
-    expect(outcome.lastEvidence).toMatchObject({ transport: 'aborted', sent: 'unknown', decision: 'cancelled' });
-    expect(outcome.finalReason).toBe('stop');
-    expectStableDispatches(t, input, 1);
-    expect(t.inspections(input.idempotencyKey)).toHaveLength(0);
-    expect(t.sim.sideEffects(input.idempotencyKey)).toBe(1);
-  });
-
   it('records a cancellation through Temporal (UI button) as cancelled with the last status', async () => {
     const t = await h.setup(waitingOn120s);
     const input = t.intent();
