@@ -129,6 +129,22 @@ export const releasedShapes: HistoryScenario[] = [
 ];
 historyScenarios.push(...releasedShapes);
 
+/**
+ * Paths whose commands changed after 0.1.0 (behind `patched()`), recorded with the current code so the new
+ * branch is guarded too: refused connections use no attempt (the patch marker is in this history).
+ */
+historyScenarios.push({
+  name: 'provider-unreachable-then-succeeded-v0.2.0',
+  description: 'the provider refuses the first connection (never sent, no attempt used), then answers 201 (0.2.0)',
+  scenario: firstWrite(['normal']),
+  intent: { policy: { maxAttempts: 1, baseDelay: '1m', maxBackoff: '1m', jitter: 0 } },
+  before: async ({ sim }) => sim.stopListening(),
+  drive: async ({ sim, waitFor }) => {
+    await waitFor((s) => s.phase === 'waiting' && s.attemptLog.length >= 1);
+    await sim.resumeListening();
+  },
+});
+
 async function runScenario(env: TestWorkflowEnvironment, sc: HistoryScenario, sim: ProviderSim): Promise<string> {
   const prefix = `replay-${sc.name}`;
   const key = `replay-${sc.name}`;
