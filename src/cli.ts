@@ -12,6 +12,7 @@
  * retryq retry-now <key>
  * retryq proxy --upstream NAME=URL  synchronous retrying proxy for idempotent reads
  * retryq sim [--scenario FILE]      the simulated provider
+ * retryq webhooks [--port N]        the webhook receiver (POST /webhooks/<source>)
  * retryq doctor                    which Temporal binaries are used, and their versions
  * ```
  * Every command that reads takes `--json`. Exit codes: 0 ok, 1 failure, 2 usage, 3 not found,
@@ -27,7 +28,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
 import { IdempotencyConflict, IntentNotFound, IntentValidationError, RetryqClient } from './client.js';
-import { ConfigError, loadConfig, resolveSecrets } from './config.js';
+import { ConfigError, loadConfig, resolveSecrets, resolveWebhookSecrets } from './config.js';
 import type { RetryqConfig } from './config.js';
 import { startDev } from './dev.js';
 import type { IntentInput, IntentStatus } from './intent.js';
@@ -37,9 +38,22 @@ import { installRuntime } from './temporal/runtime.js';
 import { PortInUse, ServerExited } from './temporal/server-process.js';
 import { createWorkers } from './worker.js';
 import { runDemo } from './demo/run.js';
-import { DEMO_API_KEY, DEMO_CREDENTIAL, defaultDemoSize, demoCredential, demoScenario } from './demo/scenario.js';
+import {
+  DEMO_API_KEY,
+  DEMO_CREDENTIAL,
+  DEMO_WEBHOOK_SECRET,
+  DEMO_WEBHOOK_SOURCE,
+  defaultDemoSize,
+  demoCredential,
+  demoScenario,
+  demoWebhookSource,
+} from './demo/scenario.js';
 import { runProviderSimCli, startProviderSim } from './sim/index.js';
 import { proxyCommand } from './proxy/command.js';
+import { WebhooksUsageError, webhooksCommand } from './webhooks/command.js';
+import { WebhookReceiver } from './webhooks/receiver.js';
+import { startWebhookServer } from './webhooks/server.js';
+import type { WebhookServer } from './webhooks/server.js';
 
 export const ExitCode = { ok: 0, failure: 1, usage: 2, notFound: 3, conflict: 4, config: 78 } as const;
 
@@ -121,12 +135,44 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
   const devConfig = sim ? { ...config, credentials: [...config.credentials, demoCredential()] } : config;
   const secrets = new Map(resolveSecrets(config.credentials));
   if (sim) secrets.set(DEMO_CREDENTIAL, DEMO_API_KEY);
+  const webhookSecrets = new Map<string, readonly string[]>(resolveWebhookSecrets(config.webhooks.sources));
+  const webhookSources = [...config.webhooks.sources];
+  if (sim) {
+    webhookSources.push(demoWebhookSource());
+    webhookSecrets.set(DEMO_WEBHOOK_SOURCE, [DEMO_WEBHOOK_SECRET]);
+  }
   let dev: Awaited<ReturnType<typeof startDev>>;
   try {
     dev = await startDev({ config: devConfig, secrets, log: io.err });
   } catch (err) {
     await sim?.close();
     throw err;
+  }
+  // The webhook receiver: on the configured port when sources are configured, else (demo only) on a free port.
+  let hooks: WebhookServer | undefined;
+  let receiver: WebhookReceiver | undefined;
+  if (webhookSources.length > 0) {
+    try {
+      receiver = new WebhookReceiver({
+        client: dev.client,
+        sources: webhookSources,
+        secrets: webhookSecrets,
+        taskQueuePrefix: config.taskQueuePrefix,
+        maxBodyBytes: config.webhooks.maxBodyBytes,
+        temporalTimeoutMs: config.webhooks.temporalTimeoutMs,
+        onError: (message, err) => io.err(`webhooks: ${message}: ${err instanceof Error ? err.message : String(err)}`),
+      });
+      hooks = await startWebhookServer({
+        receiver,
+        host: config.webhooks.ip,
+        port: config.webhooks.sources.length > 0 ? config.webhooks.port : 0,
+      });
+    } catch (err) {
+      await dev.stop();
+      await sim?.close();
+      throw err;
+    }
+    sim?.updateScenario({ webhookUrl: `${hooks.url}/webhooks/${DEMO_WEBHOOK_SOURCE}` });
   }
   const lines = [
     '',
@@ -138,6 +184,9 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
         ? `, ${config.taskQueuePrefix}.{actions,inspect}.{${devConfig.credentials.map((c) => c.id).join(',')}}`
         : ''),
     sim ? `  Simulated provider: ${sim.url} (metrics: ${sim.url}/_sim/metrics)` : undefined,
+    hooks
+      ? `  Webhooks:      ${webhookSources.map((s) => `${hooks.url}/webhooks/${s.name}`).join(', ')} (metrics: ${hooks.url}/metrics)`
+      : undefined,
     `  Worker log:    ${logFile}`,
     '  Stop with Ctrl-C (drains the workers, then stops the server).',
     '',
@@ -164,6 +213,7 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
       out: (t) => process.stdout.write(t),
       tty: Boolean(process.stdout.isTTY),
       signal: stopDemo.signal,
+      ...(receiver ? { webhooks: receiver.metrics } : {}),
     }).then(
       () => {
         if (stopDemo.signal.aborted) return;
@@ -179,6 +229,7 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
   const first = await Promise.race([untilSignal().then(() => 'signal' as const), failed]);
   stopDemo.abort();
   io.err(first === 'signal' ? 'Stopping: draining workers…' : 'The workers stopped; shutting down…');
+  await hooks?.close();
   await dev.stop();
   await sim?.close();
   io.err('Stopped.');
@@ -446,6 +497,7 @@ const COMMANDS: Record<string, (argv: string[], config: RetryqConfig) => Promise
   list: cmdList,
   cancel: cmdCancel,
   'retry-now': cmdRetryNow,
+  webhooks: (argv, config) => webhooksCommand(argv, config, { out: io.out, err: io.err, untilSignal }),
 };
 
 const HELP = `retryq — a durable retry queue for outbound API actions, on Temporal
@@ -460,6 +512,7 @@ Commands:
   retry-now KEY  end the current wait early (never before the server permits)
   proxy        synchronous retrying proxy for idempotent reads (see \`retryq proxy --help\`)
   sim          the simulated provider (see \`retryq sim --help\`)
+  webhooks     the webhook receiver (see \`retryq webhooks --help\`)
   doctor       show the Temporal binaries in use
 
 Configuration comes from the environment; see the README.`;
@@ -479,7 +532,7 @@ export async function main(argv: string[]): Promise<number> {
     if (!run) throw new UsageError(`unknown command "${command}"; run \`retryq help\``);
     return await run(rest, loadConfig());
   } catch (err) {
-    if (err instanceof UsageError) {
+    if (err instanceof UsageError || err instanceof WebhooksUsageError) {
       io.err(`retryq: ${err.message}`);
       return ExitCode.usage;
     }

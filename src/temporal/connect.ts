@@ -54,6 +54,15 @@ export async function connectClient(
   };
 }
 
+/**
+ * A Temporal client whose connection is made on first use and re-made after the server comes back: for long-running
+ * servers (the webhook receiver) that must start, and answer, while Temporal is down.
+ */
+export function lazyClient(config: TemporalConfig): { client: Client; close: () => Promise<void> } {
+  const connection = Connection.lazy({ ...clientOptions(config), connectTimeout: 5000 });
+  return { client: new Client({ connection, namespace: config.namespace }), close: () => connection.close() };
+}
+
 /** A worker connection to the configured server. */
 export async function connectWorker(config: TemporalConfig): Promise<NativeConnection> {
   try {

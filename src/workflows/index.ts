@@ -7,5 +7,14 @@
  * const worker = await Worker.create({ workflowsPath: require.resolve('./workflows/index.js'), taskQueue: 'retryq.workflows' });
  * ```
  */
-export { intentWorkflow, cancelSignal, retryNowSignal, statusQuery } from './intent.js';
+export {
+  intentWorkflow,
+  cancelSignal,
+  retryNowSignal,
+  statusQuery,
+  webhookSignal,
+  SEEN_DELIVERIES_LIMIT,
+} from './intent.js';
 export type { IntentWorkflowOptions, CarriedState } from './intent.js';
+export { webhookOrphanWorkflow } from './webhook-orphan.js';
+export type { WebhookOrphanRecord } from './webhook-orphan.js';
