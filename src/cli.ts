@@ -31,6 +31,7 @@ import { IdempotencyConflict, IntentNotFound, IntentValidationError, RetryqClien
 import { ConfigError, loadConfig, resolveSecrets, resolveWebhookSecrets } from './config.js';
 import type { RetryqConfig } from './config.js';
 import { startDev } from './dev.js';
+import { describeWebhookEntry } from './intent.js';
 import type { IntentInput, IntentStatus } from './intent.js';
 import { resolveTemporalCli, resolveTestServer } from './temporal/binaries.js';
 import { TemporalUnreachable, connectClient, connectWorker } from './temporal/connect.js';
@@ -389,6 +390,11 @@ export function formatStatus(s: IntentStatus): string {
     lines.push('log:');
     for (const a of s.attemptLog) {
       const e = a.evidence;
+      if (a.kind === 'webhook' && a.webhook) {
+        const ignored = e.decision.endsWith('_ignored') ? ' (ignored: the intent was already settled)' : '';
+        lines.push(`  ${a.startedAt}  ${describeWebhookEntry(a.webhook)} (from ${a.webhook.source})${ignored}`);
+        continue;
+      }
       lines.push(
         `  ${a.startedAt}  ${a.kind === 'dispatch' ? `attempt ${a.attempt}` : `inspect ${a.attempt}`}  ` +
           `${e.status !== undefined ? e.status : e.transport}${e.code ? ` ${e.code}` : ''} → ${e.decision}` +
