@@ -31,7 +31,7 @@ export {
   workflowIdOf,
 } from './client.js';
 export type { IntentListEntry, RetryqClientOptions, Submitted } from './client.js';
-export { ConfigError, CONFIG_VARIABLES, loadConfig, resolveSecrets } from './config.js';
+export { ConfigError, CONFIG_VARIABLES, loadConfig, resolveSecrets, resolveWebhookSecrets } from './config.js';
 export type { ConfigProblem, CredentialConfig, RetryqConfig, TemporalConfig } from './config.js';
 export { FailureType, IntentFailureType, evidenceFromFailure, isProviderFailure } from './failures.js';
 export { Phase, defaultPolicy, intentInputSchema } from './intent.js';
@@ -45,6 +45,9 @@ export type {
   IntentSpec,
   IntentStatus,
   Reservation,
+  WebhookCounts,
+  WebhookDelivery,
+  WebhookState,
 } from './intent.js';
 export {
   backoffDelayMs,
@@ -66,8 +69,16 @@ export {
   retryAttemptKey,
   retryPhaseKey,
   retryqSearchAttributes,
+  webhookKeyKey,
 } from './search-attributes.js';
 export { taskQueues } from './task-queues.js';
 export { createWorkers, credentialStore, intentWorkflowBundle } from './worker.js';
 export type { RetryqWorkers, WorkerSetup } from './worker.js';
-export { cancelSignal, intentWorkflow, retryNowSignal, statusQuery } from './workflows/index.js';
+export {
+  cancelSignal,
+  intentWorkflow,
+  retryNowSignal,
+  statusQuery,
+  webhookOrphanWorkflow,
+  webhookSignal,
+} from './workflows/index.js';

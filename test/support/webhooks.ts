@@ -102,7 +102,7 @@ export interface Posted {
 export async function post(url: string, headers: Record<string, string>, body: string | Buffer): Promise<Posted> {
   const res = await request(url, { method: 'POST', headers, body });
   const text = await res.body.text();
-  let json: Record<string, unknown> = {};
+  let json: Record<string, unknown>;
   try {
     json = JSON.parse(text) as Record<string, unknown>;
   } catch {
