@@ -9,6 +9,7 @@
  * `webhookStale` ones with a timestamp 10 minutes old go out before each event (a receiver must
  * answer them 401); `webhookOutOfOrder` sends an older `operation.pending` event after it.
  */
+import { setMaxListeners } from 'node:events';
 import { Agent, request } from 'undici';
 import { Webhook } from 'standardwebhooks';
 import { sleepUnlessAborted } from './sleep.js';
@@ -61,6 +62,11 @@ export class WebhookSender {
   readonly #agent = new Agent({ keepAliveTimeout: 1_000, connections: 16 });
   readonly #closing = new AbortController();
   #inFlight = 0;
+
+  constructor() {
+    // Every delivery in progress listens to the one closing signal (up to maxPendingDeliveries at once).
+    setMaxListeners(0, this.#closing.signal);
+  }
 
   /** Deliveries still being sent or waiting to retry. */
   get pending(): number {
