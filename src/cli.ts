@@ -36,7 +36,7 @@ import type { IntentInput, IntentStatus } from './intent.js';
 import { resolveTemporalCli, resolveTestServer } from './temporal/binaries.js';
 import { TemporalUnreachable, connectClient, connectWorker } from './temporal/connect.js';
 import { installRuntime } from './temporal/runtime.js';
-import { PortInUse, ServerExited } from './temporal/server-process.js';
+import { PortInUse, ServerExited, assertPortFree } from './temporal/server-process.js';
 import { createWorkers } from './worker.js';
 import { runDemo } from './demo/run.js';
 import {
@@ -132,11 +132,17 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
   };
   const logFile = path.join(config.dev.dataDir, 'retryq-dev.log');
   installRuntime({ level: 'INFO', coreLevel: 'WARN', logFile });
-  const sim = withDemo ? await startProviderSim({ scenario: demoScenario(size) }) : undefined;
+  const webhookSecrets = new Map<string, readonly string[]>(resolveWebhookSecrets(config.webhooks.sources));
+  if (config.webhooks.sources.length > 0)
+    await assertPortFree(config.webhooks.ip, config.webhooks.port, 'webhook receiver, RETRYQ_WEBHOOK_PORT');
+  let sim: Awaited<ReturnType<typeof startProviderSim>> | undefined;
+  if (withDemo) {
+    await assertPortFree('127.0.0.1', config.dev.simPort, 'simulated provider, RETRYQ_DEV_SIM_PORT');
+    sim = await startProviderSim({ port: config.dev.simPort, scenario: demoScenario(size) });
+  }
   const devConfig = sim ? { ...config, credentials: [...config.credentials, demoCredential()] } : config;
   const secrets = new Map(resolveSecrets(config.credentials));
   if (sim) secrets.set(DEMO_CREDENTIAL, DEMO_API_KEY);
-  const webhookSecrets = new Map<string, readonly string[]>(resolveWebhookSecrets(config.webhooks.sources));
   const webhookSources = [...config.webhooks.sources];
   if (sim) {
     webhookSources.push(demoWebhookSource());

@@ -34,6 +34,7 @@ import {
   WorkflowNotFoundError,
 } from '@temporalio/common';
 import type { z } from 'zod';
+import { loadConfig } from './config.js';
 import { DURATION_HINT, parseDurationMs } from './duration.js';
 import { IntentFailureType } from './failures.js';
 import { formatIssuePath } from './issue-path.js';
@@ -42,6 +43,7 @@ import type { IntentInput, IntentOutcome, IntentSpec, IntentStatus, Phase } from
 import type { CodeTable } from './policy/index.js';
 import { credentialKey, retryAttemptKey, retryPhaseKey } from './search-attributes.js';
 import { taskQueues } from './task-queues.js';
+import { connectClient } from './temporal/connect.js';
 import { cancelSignal, intentWorkflow, retryNowSignal, statusQuery } from './workflows/index.js';
 
 /** The intent input is invalid; nothing was started. `issues` names every field that is wrong and why. */
@@ -164,9 +166,38 @@ function zodIssues(error: z.ZodError): { path: string; message: string }[] {
   }));
 }
 
+/** Options of {@link RetryqClient.connect}: everything but the client, which it builds from the environment. */
+export interface RetryqConnectOptions extends Omit<RetryqClientOptions, 'client' | 'taskQueuePrefix'> {
+  /** Where to read the configuration from. @default process.env */
+  env?: Readonly<Record<string, string | undefined>>;
+}
+
 /** Submits and follows intents. */
 export class RetryqClient {
+  /**
+   * Connects to the Temporal server the environment configures, the same way the workers do (`TEMPORAL_ADDRESS`,
+   * `TEMPORAL_NAMESPACE`, `TEMPORAL_API_KEY`, `TEMPORAL_TLS*`, `TEMPORAL_PROFILE`; without an address, the
+   * embedded dev server of `retryq dev` on `RETRYQ_DEV_IP:RETRYQ_DEV_PORT`, `127.0.0.1:7233`), with the workers'
+   * `RETRYQ_TASK_QUEUE_PREFIX` and deadline limits. Throws `ConfigError` for bad configuration and
+   * `TemporalUnreachable` when the server cannot be reached. Call {@link close} when done.
+   */
+  static async connect(options: RetryqConnectOptions = {}): Promise<RetryqClient> {
+    const { env, ...rest } = options;
+    const config = loadConfig(env ?? process.env);
+    const { client, close } = await connectClient(config.temporal);
+    const rq = new RetryqClient({
+      defaultDeadlineMs: config.intents.defaultDeadlineMs,
+      maxDeadlineMs: config.intents.maxDeadlineMs,
+      ...rest,
+      client,
+      taskQueuePrefix: config.taskQueuePrefix,
+    });
+    rq.closeConnection = close;
+    return rq;
+  }
+
   readonly client: Client;
+  private closeConnection: (() => Promise<void>) | undefined;
   private readonly queues: ReturnType<typeof taskQueues>;
   private readonly prefix: string;
   private readonly defaultDeadlineMs: number;
@@ -182,6 +213,16 @@ export class RetryqClient {
     this.maxDeadlineMs = options.maxDeadlineMs ?? 30 * 86_400_000;
     this.codes = options.codes;
     this.clock = options.clock ?? Date.now;
+  }
+
+  /**
+   * Closes the connection {@link RetryqClient.connect} opened. A client built around your own `Client` leaves its
+   * connection alone (close it yourself). Idempotent.
+   */
+  async close(): Promise<void> {
+    const close = this.closeConnection;
+    this.closeConnection = undefined;
+    await close?.();
   }
 
   /**

@@ -112,6 +112,8 @@ export interface DevConfig {
   port: number;
   /** Web UI port. @default 8233 */
   uiPort: number;
+  /** Port of the simulated provider `retryq dev` starts for its demo (README: "Your first intent"). @default 4010 */
+  simPort: number;
 }
 
 export interface IntentDefaults {
@@ -160,6 +162,7 @@ export const CONFIG_VARIABLES = [
   ['RETRYQ_DEV_IP', '127.0.0.1', 'embedded dev server: address to bind'],
   ['RETRYQ_DEV_PORT', '7233', 'embedded dev server: gRPC port'],
   ['RETRYQ_UI_PORT', '8233', 'embedded dev server: Web UI port'],
+  ['RETRYQ_DEV_SIM_PORT', '4010', '`retryq dev`: port of the simulated provider'],
   ['RETRYQ_WEBHOOK_SOURCES', '[]', 'JSON array of webhook sources (docs/webhooks.md)'],
   ['RETRYQ_WEBHOOK_IP', '127.0.0.1', 'webhook receiver: address to bind'],
   ['RETRYQ_WEBHOOK_PORT', '8788', 'webhook receiver: port'],
@@ -232,9 +235,16 @@ export function loadConfig(env: Env = process.env): RetryqConfig {
     ip: raw('RETRYQ_DEV_IP') ?? '127.0.0.1',
     port: port('RETRYQ_DEV_PORT', 7233),
     uiPort: port('RETRYQ_UI_PORT', 8233),
+    simPort: port('RETRYQ_DEV_SIM_PORT', 4010),
   };
   if (dev.port === dev.uiPort)
     problems.push({ variable: 'RETRYQ_UI_PORT', value: String(dev.uiPort), rule: 'must differ from RETRYQ_DEV_PORT' });
+  if (dev.simPort === dev.port || dev.simPort === dev.uiPort)
+    problems.push({
+      variable: 'RETRYQ_DEV_SIM_PORT',
+      value: String(dev.simPort),
+      rule: 'must differ from RETRYQ_DEV_PORT and RETRYQ_UI_PORT',
+    });
 
   const temporal = loadTemporal(env, dev, problems);
 

@@ -10,7 +10,7 @@
  * ```
  */
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
+import type { NativeConnection } from '@temporalio/worker';
 import type { TemporalConfig } from '../config.js';
 
 /** Could not reach Temporal; the message says where and how to fix it (never the API key). */
@@ -63,8 +63,12 @@ export function lazyClient(config: TemporalConfig): { client: Client; close: () 
   return { client: new Client({ connection, namespace: config.namespace }), close: () => connection.close() };
 }
 
-/** A worker connection to the configured server. */
+/**
+ * A worker connection to the configured server. `@temporalio/worker` (a native addon) is loaded here, on first
+ * use, so that the client side (`retryq`, `RetryqClient.connect`) never loads it.
+ */
 export async function connectWorker(config: TemporalConfig): Promise<NativeConnection> {
+  const { NativeConnection } = await import('@temporalio/worker');
   try {
     return await NativeConnection.connect({ ...config.connect.connectionOptions, address: config.address });
   } catch (err) {

@@ -54,6 +54,7 @@ beforeAll(async () => {
     RETRYQ_DATA_DIR: dataDir,
     RETRYQ_DEV_PORT: String(await freePort()),
     RETRYQ_UI_PORT: String(uiPort),
+    RETRYQ_DEV_SIM_PORT: String(await freePort()),
   };
   delete env['TEMPORAL_ADDRESS'];
   // A quick demo by default; refresh docs/ with the full one, e.g. RETRYQ_UI_DEMO_ARGS='--demo-charges 18'.

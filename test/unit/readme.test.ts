@@ -1,36 +1,42 @@
 /**
- * The README is the user's manual: these tests keep it from drifting away from the code.
+ * The README is the newcomer's path and docs/ the reference: these tests keep both from drifting away from the
+ * code. (The README's first intent is also run for real against `retryq dev`: test/e2e/first-intent.test.ts.)
  */
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { CONFIG_VARIABLES } from '../../src/config.js';
+import { CONFIG_VARIABLES, loadConfig } from '../../src/config.js';
+import { DEMO_CREDENTIAL } from '../../src/demo/scenario.js';
 
 const root = new URL('../../', import.meta.url);
 const read = (p: string) => readFile(new URL(p, root), 'utf8');
 
-/** The first ```ts block after a heading. */
-function blockAfter(readme: string, heading: string): string {
-  const at = readme.indexOf(heading);
-  expect(at, `README has the heading ${heading}`).toBeGreaterThanOrEqual(0);
-  const m = /```ts\n([\s\S]*?)```/.exec(readme.slice(at));
+/** The first fenced block of the given language after a heading. */
+function blockAfter(page: string, heading: string, lang = 'ts'): string {
+  const at = page.indexOf(heading);
+  expect(at, `the page has the heading ${heading}`).toBeGreaterThanOrEqual(0);
+  const m = new RegExp('```' + lang + '\\n([\\s\\S]*?)```').exec(page.slice(at));
   return m?.[1] ?? '';
 }
 
-describe('the README', () => {
-  it('shows exactly the examples that the typecheck compiles (examples/*.ts)', async () => {
-    const readme = await read('README.md');
-    expect(blockAfter(readme, '## Using retryq from your code')).toBe(await read('examples/submit-intent.ts'));
-    expect(blockAfter(readme, '## Testing your own workflows')).toBe(await read('examples/test-own-workflow.ts'));
+describe('the docs pages', () => {
+  it('show exactly the examples that the typecheck compiles (examples/*.ts)', async () => {
+    expect(blockAfter(await read('docs/client-api.md'), '## Using retryq from your code')).toBe(
+      await read('examples/submit-intent.ts'),
+    );
+    expect(blockAfter(await read('docs/testing.md'), '# Testing your own workflows')).toBe(
+      await read('examples/test-own-workflow.ts'),
+    );
   });
 
-  it('documents every configuration variable the code reads', async () => {
-    const readme = await read('README.md');
-    const section = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('## The Temporal UI'));
+  it('document every configuration variable the code reads (docs/configuration.md)', async () => {
+    const page = await read('docs/configuration.md');
     for (const [names] of CONFIG_VARIABLES)
       for (const name of names.split(', '))
-        expect(section, `README documents ${name}`).toContain(`\`${name.replace('_*', '_*')}\``);
+        expect(page, `docs/configuration.md documents ${name}`).toContain(`\`${name}\``);
   });
+});
 
+describe('the README', () => {
   it('has a two-command quick start whose commands exist, and CI runs the same test command', async () => {
     const readme = await read('README.md');
     const quick = /## Quick start[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme)?.[1] ?? '';
@@ -40,9 +46,24 @@ describe('the README', () => {
       .filter(Boolean);
     expect(commands).toEqual(['npm run dev', 'npm test']);
     const pkg = JSON.parse(await read('package.json')) as { scripts: Record<string, string> };
-    expect(pkg.scripts['dev']).toContain('src/cli.ts dev');
+    expect(pkg.scripts['dev']).toMatch(/\bdev\b/);
     expect(pkg.scripts['test']).toContain('vitest run');
     const ci = await read('.ci/run');
     expect(ci.split('\n').filter((l) => l.trim() && !l.startsWith('#'))).toContain('npm test');
+  });
+
+  it("points its first intent at what `npm run dev` really serves: the demo's credential, simulator and Temporal", async () => {
+    const code = blockAfter(await read('README.md'), '## Your first intent', 'js');
+    const defaults = loadConfig({});
+    expect(code).toContain(`credential: '${DEMO_CREDENTIAL}'`);
+    expect(code).toContain(`'http://127.0.0.1:${defaults.dev.simPort}'`);
+    expect(code).toContain('RetryqClient.connect()');
+    expect(defaults.temporal.address).toBe('127.0.0.1:7233');
+  });
+
+  it('stays a short path: what, two commands, a first intent, guarantees, links', async () => {
+    const readme = await read('README.md');
+    const headings = [...readme.matchAll(/^## (.+)$/gm)].map((m) => m[1]);
+    expect(headings).toEqual(['Quick start', 'Your first intent', 'Guarantees', 'Documentation']);
   });
 });
