@@ -4,11 +4,13 @@
  * configuration error naming the variable, never a value.
  */
 import { spawn } from 'node:child_process';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { freePort } from '../../src/temporal/server-process.js';
 import { SOURCE_SECRET, deliver, simEvent } from '../support/webhooks.js';
 
 const root = new URL('../../', import.meta.url).pathname;
+// Each test starts the CLI under tsx: slow on a busy machine.
+vi.setConfig({ testTimeout: 180_000 });
 const SOURCES = JSON.stringify([
   {
     name: 'acme',
@@ -42,7 +44,7 @@ describe('retryq webhooks', () => {
     });
     try {
       let url = '';
-      for (let i = 0; i < 300 && !url; i++) {
+      for (let i = 0; i < 900 && !url; i++) {
         url = /^(http:\/\/\S+)$/m.exec(p.output().stdout)?.[1] ?? '';
         if (!url) await new Promise((r) => setTimeout(r, 100));
       }

@@ -115,7 +115,12 @@ describe('when Temporal is down as a delivery arrives (invariant 10)', () => {
         expect(receiver.receiver.metrics.counts()).toMatchObject({ unavailable: 1, stored: 0 });
 
         await start();
-        const redelivered = await deliver(receiver.url(), id, simEvent(key, 'succeeded'));
+        // The provider redelivers until it gets a 2xx; while the connection comes back it may still get 503s.
+        let redelivered = await deliver(receiver.url(), id, simEvent(key, 'succeeded'));
+        for (let i = 0; i < 20 && redelivered.status === 503; i++) {
+          await new Promise((res) => setTimeout(res, 500));
+          redelivered = await deliver(receiver.url(), id, simEvent(key, 'succeeded'));
+        }
         expect(redelivered).toMatchObject({ status: 200, json: { outcome: 'stored', deliveryId: id } });
       } finally {
         await receiver.close();
@@ -138,17 +143,19 @@ describe('when Temporal is down as a delivery arrives (invariant 10)', () => {
         phase: 'succeeded',
         attempts: 1,
         resolvedByWebhook: { deliveryId: id },
-        webhooks: { received: 1, duplicates: 1, late: 0 },
+        webhooks: { received: 1, late: 0 },
       });
       expect(outcome.attemptLog.filter((a) => a.kind === 'webhook')).toHaveLength(1);
-      // Temporal holds exactly the two accepted deliveries; the one answered 503 left nothing behind.
+      // Every copy Temporal accepted is in history (a 503 that timed out may still have been accepted: that is why
+      // the intent deduplicates), and all but the first changed nothing.
       const conn = await Connection.connect({ address });
       try {
         const history = await new Client({ connection: conn }).workflow.getHandle(workflowIdOf(key)).fetchHistory();
         const signals = (history.events ?? []).filter(
           (e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'webhook',
         );
-        expect(signals).toHaveLength(2);
+        expect(signals.length).toBeGreaterThanOrEqual(2);
+        expect(outcome.webhooks?.duplicates).toBe(signals.length - 1);
       } finally {
         await conn.close();
       }
