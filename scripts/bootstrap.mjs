@@ -2,7 +2,9 @@
 // Makes a fresh clone runnable; fast when everything is already there. Uses only Node builtins, because it runs
 // before `npm ci`. What it does:
 //   1. `npm ci` when node_modules is missing or was installed from another package-lock.json;
-//   2. with --browser: installs Debian's chromium (for the UI test) when /usr/bin/chromium is missing.
+//   2. with --build: builds dist/ (scripts/build.mjs) when src/ or the TypeScript configuration changed since the
+//      last build, so the package entry points (`import … from 'retryq'`) serve the current code;
+//   3. with --browser: installs Debian's chromium (for the UI test) when /usr/bin/chromium is missing.
 // The Temporal binaries are installed by the resolver itself (src/temporal/binaries.ts) on first use.
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
@@ -32,7 +34,17 @@ if (have !== want) {
   writeFileSync(stamp, want + '\n');
 }
 
-// 2. Chromium for the browser test.
+// 2. dist/ in step with src/.
+if (args.has('--build')) {
+  const { buildInputsHash, buildStamp } = await import('./build-inputs.mjs');
+  const built = existsSync(buildStamp) ? readFileSync(buildStamp, 'utf8').trim() : '';
+  if (built !== buildInputsHash() || !existsSync(path.join(root, 'dist', 'index.js'))) {
+    console.error('bootstrap: building dist/ (npm run build)…');
+    run(process.execPath, [path.join(root, 'scripts', 'build.mjs')]);
+  }
+}
+
+// 3. Chromium for the browser test.
 if (args.has('--browser') && !existsSync('/usr/bin/chromium')) {
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   const sudo = isRoot ? [] : ['sudo', '-n'];

@@ -20,7 +20,7 @@
  *
  * @example
  * ```sh
- * npm run retryq -- status order-1042-charge --json
+ * npx retryq status order-1042-charge --json
  * ```
  */
 import { readFile } from 'node:fs/promises';

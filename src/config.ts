@@ -24,7 +24,7 @@ import type { ClientConnectConfig } from '@temporalio/envconfig';
 import { z } from 'zod';
 import { DURATION_HINT, parseDurationMs } from './duration.js';
 import { formatIssuePath, valueAtPath } from './issue-path.js';
-import { projectRoot } from './temporal/binaries.js';
+import { stateRoot } from './temporal/binaries.js';
 import { webhookSourcesSchema } from './webhooks/source.js';
 import type { WebhookSource } from './webhooks/source.js';
 
@@ -231,7 +231,7 @@ export function loadConfig(env: Env = process.env): RetryqConfig {
     });
 
   const dev: DevConfig = {
-    dataDir: path.resolve(projectRoot, raw('RETRYQ_DATA_DIR') ?? '.data'),
+    dataDir: path.resolve(stateRoot, raw('RETRYQ_DATA_DIR') ?? '.data'),
     ip: raw('RETRYQ_DEV_IP') ?? '127.0.0.1',
     port: port('RETRYQ_DEV_PORT', 7233),
     uiPort: port('RETRYQ_UI_PORT', 8233),

@@ -1,24 +1,44 @@
 /**
  * retryq — a durable retry queue for outbound API actions, on Temporal.
  *
- * What application code imports: the client to submit and follow intents, the workers' factory, configuration,
- * the pure policy core, and the synchronous `retryingFetch` for idempotent reads. Test helpers live in
- * `retryq/testing`.
+ * This is what application code imports: {@link RetryqClient} to submit intents and follow them, the errors it
+ * throws, and the intent types. It loads neither the Temporal worker (a native addon and webpack) nor the
+ * synchronous proxy; those live in their own entry points:
+ *
+ * | import | for |
+ * | --- | --- |
+ * | `retryq` | application code: the client, errors, intent types |
+ * | `retryq/worker` | worker processes: `createWorkers`, configuration (or simply `npx retryq worker`) |
+ * | `retryq/workflows` | registering the intent workflow in your own worker's bundle |
+ * | `retryq/proxy` | `retryingFetch` and the synchronous retrying proxy for idempotent reads |
+ * | `retryq/policy` | the pure rules: `Retry-After` parsing, classification, scheduling |
+ * | `retryq/testing` | test environments on locally resolved Temporal binaries |
+ * | `retryq/webhooks` | the webhook receiver, standalone or inside your own HTTP server |
  *
  * @example
  * ```ts
- * import { Client, Connection } from '@temporalio/client';
- * import { RetryqClient } from 'retryq';
+ * import { IdempotencyConflict, RetryqClient } from 'retryq';
  *
- * const retryq = new RetryqClient({ client: new Client({ connection: await Connection.connect() }) });
- * await retryq.submit({
- *   idempotencyKey: 'order-1042-charge',
- *   credential: 'acme-prod',
- *   action: { method: 'POST', url: 'https://api.example.com/v1/charges', body: { amount: 1200 } },
- *   inspection: { url: 'https://api.example.com/v1/operations/{idempotencyKey}' },
- * });
- * const outcome = await retryq.result('order-1042-charge');
+ * // Temporal from the environment (TEMPORAL_ADDRESS …); `npx retryq dev` serves localhost:7233.
+ * const retryq = await RetryqClient.connect();
+ * try {
+ *   const { key } = await retryq.submit({
+ *     idempotencyKey: 'order-1042-charge',
+ *     credential: 'demo-acme',
+ *     action: { method: 'POST', url: 'http://127.0.0.1:4010/v1/charges', body: { amount: 1200, currency: 'eur' } },
+ *     inspection: { url: 'http://127.0.0.1:4010/v1/operations/{idempotencyKey}' },
+ *     deadline: '2h',
+ *   });
+ *   const outcome = await retryq.result(key); // phase 'succeeded' | 'failed' | 'expired' | 'cancelled'
+ *   console.log(outcome.phase, outcome.result);
+ * } catch (err) {
+ *   if (!(err instanceof IdempotencyConflict)) throw err; // the key was used with another payload
+ * } finally {
+ *   await retryq.close();
+ * }
  * ```
+ *
+ * @module
  */
 export {
   IdempotencyConflict,
@@ -30,38 +50,30 @@ export {
   isFinal,
   workflowIdOf,
 } from './client.js';
-export type { IntentListEntry, RetryqClientOptions, Submitted } from './client.js';
-export { ConfigError, CONFIG_VARIABLES, loadConfig, resolveSecrets, resolveWebhookSecrets } from './config.js';
-export type { ConfigProblem, CredentialConfig, RetryqConfig, TemporalConfig } from './config.js';
-export { FailureType, IntentFailureType, evidenceFromFailure, isProviderFailure } from './failures.js';
+export type { IntentListEntry, RetryqClientOptions, RetryqConnectOptions, Submitted } from './client.js';
+export { ConfigError } from './config.js';
+export type { ConfigProblem } from './config.js';
+export { TemporalUnreachable } from './temporal/connect.js';
+export { IntentFailureType } from './failures.js';
 export { Phase, defaultPolicy, intentInputSchema } from './intent.js';
 export type {
   Action,
   AttemptRecord,
   EvidenceSummary,
+  HttpMethod,
   InspectionSpec,
   IntentInput,
   IntentOutcome,
+  IntentPolicy,
   IntentSpec,
   IntentStatus,
+  JsonValue,
   Reservation,
   WebhookCounts,
   WebhookDelivery,
   WebhookState,
 } from './intent.js';
-export {
-  backoffDelayMs,
-  classify,
-  classifyInspection,
-  defaultCodeTable,
-  mergeCodeTables,
-  nextAttempt,
-  parseHttpDate,
-  parseRetryAfter,
-} from './policy/index.js';
-export type { CodeRule, CodeTable, Decision, Evidence, RetryAfter, Schedule } from './policy/index.js';
-export { createRetryingFetch, retryingFetch, startProxy } from './proxy/index.js';
-export type { RetryingFetch, RetryingFetchOptions, RetryingResponse } from './proxy/index.js';
+export type { CodeRule, CodeTable } from './policy/index.js';
 export {
   credentialKey,
   lastErrorCodeKey,
@@ -71,14 +83,3 @@ export {
   retryqSearchAttributes,
   webhookKeyKey,
 } from './search-attributes.js';
-export { taskQueues } from './task-queues.js';
-export { createWorkers, credentialStore, intentWorkflowBundle } from './worker.js';
-export type { RetryqWorkers, WorkerSetup } from './worker.js';
-export {
-  cancelSignal,
-  intentWorkflow,
-  retryNowSignal,
-  statusQuery,
-  webhookOrphanWorkflow,
-  webhookSignal,
-} from './workflows/index.js';

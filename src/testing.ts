@@ -14,12 +14,16 @@
  * @example
  * ```ts
  * import { Worker } from '@temporalio/worker';
- * import { createTimeSkippingEnvironment } from 'retryq/testing';
- * const env = await createTimeSkippingEnvironment();
- * const worker = await Worker.create({ connection: env.nativeConnection, taskQueue: 'test', workflowsPath });
- * await worker.runUntil(env.client.workflow.execute(myWorkflow, { taskQueue: 'test', workflowId: 'wf-1' }));
+ * import { cachedWorkflowBundle, createTimeSkippingEnvironment } from 'retryq/testing';
+ *
+ * const env = await createTimeSkippingEnvironment(); // needs @temporalio/testing installed (an optional peer)
+ * const workflowBundle = await cachedWorkflowBundle({ workflowsPath: './src/workflows.ts' });
+ * const worker = await Worker.create({ connection: env.nativeConnection, taskQueue: 'test', workflowBundle });
+ * await worker.runUntil(env.client.workflow.execute('myWorkflow', { taskQueue: 'test', workflowId: 'wf-1' }));
  * await env.teardown();
  * ```
+ *
+ * @module
  */
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { SearchAttributeType } from '@temporalio/common';

@@ -1,21 +1,29 @@
 /**
- * Builds retryq's workers for the task-queue topology (DESIGN.md "Task queues") from config:
+ * `retryq/worker`: retryq's workers for the task-queue topology, and the configuration they run from.
+ *
  * - one worker on `<prefix>.workflows` for the intent workflows;
  * - per credential, one worker on `<prefix>.actions.<credential>` running the dispatch activity, rate-limited
  *   across all workers by Temporal's task-queue rate limit (`requestsPerMinute`), with `concurrency` slots;
  * - per credential, one worker on `<prefix>.inspect.<credential>` running the inspection activity, with its own
  *   rate limit and slots, so a pile of rejected dispatches can never starve the inspections that resolve them.
  *
+ * `npx retryq worker` does exactly what the example does. The intent workflow's bundle is built with webpack on
+ * first use and cached on disk (`node_modules/.cache/retryq`), keyed by the code it contains.
+ *
  * @example
  * ```ts
- * import { NativeConnection } from '@temporalio/worker';
- * import { loadConfig, resolveSecrets } from './config.js';
- * import { createWorkers } from './worker.js';
+ * import { connectWorker, createWorkers, loadConfig, resolveSecrets } from 'retryq/worker';
+ *
+ * // RETRYQ_CREDENTIALS='[{"id":"acme-prod","secretEnv":"ACME_PROD_KEY"}]' ACME_PROD_KEY=sk_live_… TEMPORAL_ADDRESS=…
  * const config = loadConfig();
- * const connection = await NativeConnection.connect(config.temporal.connect.connectionOptions);
+ * const connection = await connectWorker(config.temporal);
  * const workers = await createWorkers({ config, connection, secrets: resolveSecrets(config.credentials) });
- * await workers.run(); // until workers.shutdown()
+ * process.once('SIGTERM', () => workers.shutdown()); // drains: in-flight attempts finish
+ * await workers.run();
+ * await connection.close();
  * ```
+ *
+ * @module
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,11 +37,22 @@ import type { CredentialConfig, RetryqConfig } from './config.js';
 import { cachedWorkflowBundle } from './temporal/workflow-bundle.js';
 import { taskQueues } from './task-queues.js';
 
-const srcDir = path.dirname(fileURLToPath(import.meta.url));
+export { ConfigError, CONFIG_VARIABLES, loadConfig, resolveSecrets } from './config.js';
+export type { ConfigProblem, CredentialConfig, RetryqConfig, TemporalConfig } from './config.js';
+export { TemporalUnreachable, connectWorker } from './temporal/connect.js';
+export { taskQueues } from './task-queues.js';
+export type { TaskQueues } from './task-queues.js';
 
-/** The intent workflows' bundle (cached on disk, keyed by the sources). */
+/** The folder of this module: `src/` when run from the sources, `dist/` in the built package. */
+const codeDir = path.dirname(fileURLToPath(import.meta.url));
+
+/**
+ * The intent workflows' bundle, cached on disk and keyed by the code it contains. Works from the sources
+ * (`src/workflows/index.ts`) and from the built package (`dist/workflows/index.js`).
+ */
 export function intentWorkflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  return cachedWorkflowBundle({ workflowsPath: path.join(srcDir, 'workflows', 'index.ts'), inputs: [srcDir] });
+  const entry = path.join(codeDir, 'workflows', `index${path.extname(fileURLToPath(import.meta.url))}`);
+  return cachedWorkflowBundle({ workflowsPath: entry, inputs: [codeDir] });
 }
 
 /** Builds the headers that authenticate a credential, from secrets resolved at worker start. */

@@ -6,7 +6,7 @@
  *
  * @example
  * ```ts
- * import { classify, nextAttempt } from './src/policy/index.js';
+ * import { classify, nextAttempt } from 'retryq/policy';
  *
  * const now = new Date('2025-03-01T12:00:00Z');
  * const decision = classify(

@@ -17,7 +17,7 @@
  * ```ts
  * import { createServer } from 'node:http';
  * import type { AddressInfo } from 'node:net';
- * import { retryingFetch, startProxy } from './src/proxy/index.js';
+ * import { retryingFetch, startProxy } from 'retryq/proxy';
  *
  * // An upstream that fails once with 503, then answers.
  * let calls = 0;

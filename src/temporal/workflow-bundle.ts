@@ -14,7 +14,7 @@ import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promi
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { projectRoot } from './binaries.js';
+import { projectRoot, stateRoot } from './binaries.js';
 
 export interface CachedBundleOptions {
   /** The bundle entry: a module that exports the workflow functions. */
@@ -24,7 +24,7 @@ export interface CachedBundleOptions {
    * the workflows import. @default the entry's own folder
    */
   inputs?: string[];
-  /** @default `node_modules/.cache/retryq/bundles` under the project root */
+  /** @default `node_modules/.cache/retryq/bundles` in the repository, or in the application that installed retryq */
   cacheDir?: string;
 }
 
@@ -60,7 +60,7 @@ async function cacheKey(entry: string, inputs: string[]): Promise<string> {
 export async function cachedWorkflowBundle(opts: CachedBundleOptions): Promise<WorkflowBundleWithSourceMap> {
   const entry = path.resolve(opts.workflowsPath);
   const inputs = opts.inputs ?? [path.dirname(entry)];
-  const dir = opts.cacheDir ?? path.join(projectRoot, 'node_modules', '.cache', 'retryq', 'bundles');
+  const dir = opts.cacheDir ?? path.join(stateRoot, 'node_modules', '.cache', 'retryq', 'bundles');
   const file = path.join(dir, `${await cacheKey(entry, inputs)}.json`);
   try {
     const cached = JSON.parse(await readFile(file, 'utf8')) as WorkflowBundleWithSourceMap;
@@ -69,10 +69,15 @@ export async function cachedWorkflowBundle(opts: CachedBundleOptions): Promise<W
     /* not cached yet */
   }
   const bundle = await bundleWorkflowCode({ workflowsPath: entry, logger: quietLogger });
-  await mkdir(dir, { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, JSON.stringify(bundle));
-  await rename(tmp, file);
+  try {
+    await mkdir(dir, { recursive: true });
+    await writeFile(tmp, JSON.stringify(bundle));
+    await rename(tmp, file);
+  } catch (err) {
+    // A read-only install still works; it only bundles again at the next start.
+    console.warn(`retryq: could not cache the workflow bundle in ${dir} (${(err as Error).message}); continuing.`);
+  }
   return bundle;
 }
 

@@ -20,4 +20,6 @@ export type { DeliveryProblem, MappedDelivery } from './mapping.js';
 export { formatJsonPath, parseJsonPath, readJsonPath, webhookSourceSchema, webhookSourcesSchema } from './source.js';
 export type { JsonPath, VerifySettings, WebhookSource, WebhookSourceInput } from './source.js';
 export { splitSecrets, standardWebhookHeaders, verifierFor } from './verify.js';
+export { loadConfig, resolveWebhookSecrets } from '../config.js';
+export type { WebhookConfig } from '../config.js';
 export type { SignedRequest, Verification, Verifier } from './verify.js';

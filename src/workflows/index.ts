@@ -1,11 +1,19 @@
 /**
- * The workflow bundle's entry: every workflow retryq registers, re-exported by name, with its messages.
+ * `retryq/workflows`: the workflow bundle's entry. Every workflow retryq registers, re-exported by name, with its
+ * messages (`cancelSignal`, `retryNowSignal`, `statusQuery`).
+ *
+ * `retryq/worker` bundles this for you. Import it yourself only to serve the intent workflow from your own
+ * worker, next to your workflows, on the `retryq.workflows` task queue (the dispatch and inspection activities
+ * still run on retryq's per-credential workers: `createWorkers({ roles: { workflows: false } })`).
  *
  * @example
  * ```ts
- * import { Worker } from '@temporalio/worker';
- * const worker = await Worker.create({ workflowsPath: require.resolve('./workflows/index.js'), taskQueue: 'retryq.workflows' });
+ * // workflows.ts — your worker's `workflowsPath`
+ * export { intentWorkflow } from 'retryq/workflows';
+ * // export { myWorkflow } from './my-workflow.js';
  * ```
+ *
+ * @module
  */
 export {
   intentWorkflow,
