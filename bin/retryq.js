@@ -5,12 +5,25 @@
 import { existsSync } from 'node:fs';
 
 const source = new URL('../src/cli.ts', import.meta.url);
+const built = new URL('../dist/cli.js', import.meta.url);
 let cli;
 if (existsSync(source)) {
-  const { register } = await import('tsx/esm/api');
-  register();
+  let tsx;
+  try {
+    tsx = await import('tsx/esm/api');
+  } catch {
+    process.stderr.write(
+      'retryq: this is a clone of the retryq repository without its development dependencies. ' +
+        'Run `npm ci` (or `npm run dev`, which installs them) and try again.\n',
+    );
+    process.exit(1);
+  }
+  tsx.register();
   cli = await import(source.href);
+} else if (existsSync(built)) {
+  cli = await import(built.href);
 } else {
-  cli = await import('../dist/cli.js');
+  process.stderr.write('retryq: this package has no dist/ folder. Reinstall it, or run `npm run build` in a clone.\n');
+  process.exit(1);
 }
 process.exit(await cli.main(process.argv.slice(2)));

@@ -33,7 +33,7 @@ import type { RetryqConfig } from './config.js';
 import { startDev } from './dev.js';
 import { describeWebhookEntry } from './intent.js';
 import type { IntentInput, IntentStatus } from './intent.js';
-import { resolveTemporalCli, resolveTestServer } from './temporal/binaries.js';
+import { projectRoot, resolveTemporalCli, resolveTestServer } from './temporal/binaries.js';
 import { TemporalUnreachable, connectClient, connectWorker } from './temporal/connect.js';
 import { installRuntime } from './temporal/runtime.js';
 import { PortInUse, ServerExited, assertPortFree } from './temporal/server-process.js';
@@ -526,6 +526,7 @@ Commands:
   sim          the simulated provider (see \`retryq sim --help\`)
   webhooks     the webhook receiver (see \`retryq webhooks --help\`)
   doctor       show the Temporal binaries in use
+  version      the installed retryq version (also --version)
 
 Configuration comes from the environment; see the README.`;
 
@@ -536,6 +537,11 @@ export async function main(argv: string[]): Promise<number> {
     if (!command || command === 'help' || command === '--help' || command === '-h') {
       io.out(HELP);
       return command ? ExitCode.ok : ExitCode.usage;
+    }
+    if (command === 'version' || command === '--version' || command === '-v') {
+      const pkg = JSON.parse(await readFile(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string };
+      io.out(pkg.version);
+      return ExitCode.ok;
     }
     if (command === 'doctor') return await cmdDoctor(rest);
     if (command === 'proxy') return await proxyCommand(rest, io);

@@ -23,7 +23,7 @@
  * const outcome = await retryq.result(key); // phase 'succeeded' | 'failed' | 'expired' | 'cancelled'
  * ```
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import {
@@ -288,16 +288,16 @@ export class RetryqClient {
     const spec = this.prepare(input);
     const workflowId = workflowIdOf(spec.idempotencyKey);
     const target = describeTarget(spec.action.method, spec.action.url);
-    const submission = randomUUID();
-    let handle: WorkflowHandle<typeof intentWorkflow>;
     try {
-      handle = await this.client.workflow.start(intentWorkflow, {
+      // One round trip in the common case: the start either creates the workflow or fails because the key is taken
+      // (running: the conflict policy FAIL; finished: REJECT_DUPLICATE). Only then is the existing one described.
+      await this.client.workflow.start(intentWorkflow, {
         workflowId,
         taskQueue: this.queues.workflows,
-        args: [spec, { taskQueuePrefix: this.prefix }],
-        workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+        args: [spec, { taskQueuePrefix: this.prefix, publishChangesOnly: true }],
+        workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-        memo: { fingerprint: spec.fingerprint, target, credential: spec.credential, submission },
+        memo: { fingerprint: spec.fingerprint, target, credential: spec.credential },
         typedSearchAttributes: [
           { key: retryPhaseKey, value: 'scheduled' },
           { key: retryAttemptKey, value: 0 },
@@ -310,15 +310,15 @@ export class RetryqClient {
           `backoff ${spec.policy.baseDelayMs} ms ×${spec.policy.multiplier} up to ${spec.policy.maxBackoffMs} ms ` +
           `(±${Math.round(spec.policy.jitter * 100)}%), never earlier than the provider's Retry-After.`,
       });
+      return { key: spec.idempotencyKey, workflowId, attached: false };
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-      handle = this.client.workflow.getHandle(workflowId);
     }
-    const desc = await handle.describe();
+    // The key is taken: attach when the payload is the same (invariant 1), refuse otherwise.
+    const desc = await this.client.workflow.getHandle(workflowId).describe();
     const existing = typeof desc.memo?.['fingerprint'] === 'string' ? desc.memo['fingerprint'] : undefined;
     if (existing !== spec.fingerprint) throw new IdempotencyConflict(spec.idempotencyKey, existing, spec.fingerprint);
-    // The memo is written only by the start that created the workflow: our nonce there means we started it.
-    return { key: spec.idempotencyKey, workflowId, attached: desc.memo?.['submission'] !== submission };
+    return { key: spec.idempotencyKey, workflowId, attached: true };
   }
 
   private handle(key: string): WorkflowHandle<typeof intentWorkflow> {
@@ -426,7 +426,9 @@ export class RetryqClient {
     if (filter.credential) clauses.push(`Credential = ${quote(filter.credential)}`);
     const out: IntentListEntry[] = [];
     const limit = filter.limit ?? 100;
-    for await (const wf of this.client.workflow.list({ query: clauses.join(' AND ') })) {
+    // A page no larger than asked for (the server's default page is 1,000 rows, fetched and decoded in full).
+    const pageSize = Math.max(1, Math.min(limit, 1000));
+    for await (const wf of this.client.workflow.list({ query: clauses.join(' AND '), pageSize })) {
       const phase = wf.typedSearchAttributes.get(retryPhaseKey);
       out.push({
         key: wf.workflowId.replace(/^intent:/, ''),

@@ -137,6 +137,59 @@ export interface WebhookConfig {
   temporalTimeoutMs: number;
 }
 
+/**
+ * How much a workflow worker keeps in memory and runs at once. The intent workflows' memory is bounded by
+ * `maxCachedWorkflows`, whatever the number of sleeping intents: an intent evicted from the cache costs nothing on
+ * the worker while it sleeps and is replayed from its short history when its timer fires.
+ */
+export interface WorkerTuning {
+  /**
+   * Intent workflows kept in the worker's cache (Temporal's `maxCachedWorkflows`). A cached intent answers
+   * `status` and wakes without a replay; an evicted one is replayed from its history (tens of events) first.
+   * A cached intent costs about 0.45 MB of worker memory (docs/operations.md); keep it at least the number of
+   * intents active at once (dispatching or answering queries), or they replay on every workflow task.
+   * @default 100
+   */
+  maxCachedWorkflows: number;
+  /**
+   * Workflow tasks run at once (Temporal's `maxConcurrentWorkflowTaskExecutions`). A task the worker has taken must
+   * finish within Temporal's workflow-task timeout (10 s), so on a busy machine more slots only queue tasks inside
+   * the worker, where they time out during a wake-up storm; tasks not yet taken wait on the server without a clock.
+   * Higher overlaps more round trips to a distant server. Must not exceed `maxCachedWorkflows`.
+   * @default 10
+   */
+  workflowTaskConcurrency: number;
+}
+
+/** The defaults of {@link WorkerTuning}. */
+export const defaultWorkerTuning: Readonly<WorkerTuning> = Object.freeze({
+  maxCachedWorkflows: 100,
+  workflowTaskConcurrency: 10,
+});
+
+/** The zod rules of {@link WorkerTuning}: each field, and concurrency within the cache. */
+export const workerTuningSchema = z
+  .strictObject({
+    maxCachedWorkflows: z
+      .number()
+      .int('must be a whole number')
+      .max(1_000_000, 'must be at most 1000000')
+      .refine((n) => n === 0 || n >= 2, 'must be 0 (no cache: every workflow task replays) or at least 2'),
+    workflowTaskConcurrency: z
+      .number()
+      .int('must be a whole number')
+      .min(2, 'must be at least 2')
+      .max(10_000, 'must be at most 10000'),
+  })
+  .superRefine((t, ctx) => {
+    if (t.maxCachedWorkflows >= 2 && t.workflowTaskConcurrency > t.maxCachedWorkflows)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['workflowTaskConcurrency'],
+        message: `must not exceed the cache size (${t.maxCachedWorkflows}): a running workflow task needs its workflow in the cache`,
+      });
+  });
+
 export interface RetryqConfig {
   temporal: TemporalConfig;
   /** Prefix of every task queue name (`<prefix>.workflows`, `<prefix>.actions.<credential>`, …). @default 'retryq' */
@@ -145,6 +198,8 @@ export interface RetryqConfig {
   dev: DevConfig;
   intents: IntentDefaults;
   webhooks: WebhookConfig;
+  /** Workflow worker sizing. */
+  worker: WorkerTuning;
 }
 
 /** Every variable retryq reads, with its default and meaning (the README's configuration reference). */
@@ -158,6 +213,16 @@ export const CONFIG_VARIABLES = [
   ['RETRYQ_CREDENTIALS', '[]', 'JSON array of credentials (see below)'],
   ['RETRYQ_DEFAULT_DEADLINE', '24h', 'deadline of an intent that names none'],
   ['RETRYQ_MAX_DEADLINE', '30d', 'latest deadline an intent may ask for'],
+  [
+    'RETRYQ_MAX_CACHED_WORKFLOWS',
+    String(defaultWorkerTuning.maxCachedWorkflows),
+    'intent workflows a worker keeps cached; bounds its memory (see docs/operations.md)',
+  ],
+  [
+    'RETRYQ_WORKFLOW_TASK_CONCURRENCY',
+    String(defaultWorkerTuning.workflowTaskConcurrency),
+    'workflow tasks a worker runs at once',
+  ],
   ['RETRYQ_DATA_DIR', '.data', 'embedded dev server: folder of its SQLite file'],
   ['RETRYQ_DEV_IP', '127.0.0.1', 'embedded dev server: address to bind'],
   ['RETRYQ_DEV_PORT', '7233', 'embedded dev server: gRPC port'],
@@ -246,6 +311,8 @@ export function loadConfig(env: Env = process.env): RetryqConfig {
       rule: 'must differ from RETRYQ_DEV_PORT and RETRYQ_UI_PORT',
     });
 
+  const worker = loadWorkerTuning(raw, problems);
+
   const temporal = loadTemporal(env, dev, problems);
 
   const webhooks: WebhookConfig = {
@@ -257,7 +324,34 @@ export function loadConfig(env: Env = process.env): RetryqConfig {
   };
 
   if (problems.length > 0) throw new ConfigError(problems);
-  return { temporal, taskQueuePrefix: prefix, credentials, dev, intents, webhooks };
+  return { temporal, taskQueuePrefix: prefix, credentials, dev, intents, worker, webhooks };
+}
+
+const workerTuningVariables: Record<keyof WorkerTuning, string> = {
+  maxCachedWorkflows: 'RETRYQ_MAX_CACHED_WORKFLOWS',
+  workflowTaskConcurrency: 'RETRYQ_WORKFLOW_TASK_CONCURRENCY',
+};
+
+function loadWorkerTuning(raw: (name: string) => string | undefined, problems: ConfigProblem[]): WorkerTuning {
+  const input: Record<string, number> = { ...defaultWorkerTuning };
+  let readable = true;
+  for (const field of Object.keys(workerTuningVariables) as (keyof WorkerTuning)[]) {
+    const variable = workerTuningVariables[field];
+    const text = raw(variable);
+    if (text === undefined) continue;
+    if (!/^-?\d+$/.test(text)) {
+      problems.push({ variable, value: text, rule: 'must be a whole number' });
+      readable = false;
+    } else input[field] = Number(text);
+  }
+  if (!readable) return { ...defaultWorkerTuning };
+  const parsed = workerTuningSchema.safeParse(input);
+  if (parsed.success) return parsed.data;
+  for (const issue of parsed.error.issues) {
+    const variable = workerTuningVariables[issue.path[0] as keyof WorkerTuning];
+    problems.push({ variable, value: raw(variable) ?? String(input[issue.path[0] as string]), rule: issue.message });
+  }
+  return { ...defaultWorkerTuning };
 }
 
 function parseCredentials(text: string | undefined, problems: ConfigProblem[]): CredentialConfig[] {

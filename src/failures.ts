@@ -1,10 +1,15 @@
 /**
  * The typed failure vocabulary shared by activities and workflows: one `const` object plus a same-named type,
- * one zod schema for the details, and the one place that encodes and decodes them.
+ * the shape of the details, and the one place that encodes ({@link dispatchFailure}) and decodes
+ * ({@link evidenceFromFailure}) them.
  *
  * Activities throw `ApplicationFailure`s whose `type` is a {@link FailureType} and whose first detail is
- * {@link FailureDetails} (the evidence). Workflows recognise them with {@link evidenceFromFailure}, by `type`
- * and zod, never by `instanceof` of our own classes or by message text. Workflow-safe.
+ * {@link FailureDetails} (the evidence). Workflows recognise them with {@link evidenceFromFailure}, by `type` and a
+ * structural check of the details, never by `instanceof` of our own classes or by message text.
+ *
+ * Workflow-safe and light: no zod and nothing built at module load, because the SDK loads a workflow's modules
+ * once per cached workflow (see DESIGN.md "Workflow code stays light"). The details are plain data that retryq's own
+ * activities build from typed evidence; {@link readFailureDetails} checks every field before the workflow uses it.
  *
  * @example
  * ```ts
@@ -20,8 +25,8 @@ import {
   TimeoutFailure,
   TimeoutType,
 } from '@temporalio/common';
-import { z } from 'zod';
-import type { Decision, Evidence } from './policy/index.js';
+import type { Decision } from './policy/classify.js';
+import type { Evidence, Purpose, Sent, TransportFailure } from './policy/evidence.js';
 
 /** `ApplicationFailure.type` of every failure an activity raises about a provider call. */
 export const FailureType = {
@@ -45,28 +50,69 @@ export const IntentFailureType = {
 } as const;
 export type IntentFailureType = (typeof IntentFailureType)[keyof typeof IntentFailureType];
 
-/** Zod schema of {@link Evidence}; the two are checked to agree at compile time below. */
-export const evidenceSchema = z.object({
-  method: z.string(),
-  purpose: z.enum(['dispatch', 'inspect']).optional(),
-  status: z.number().int().optional(),
-  transport: z.enum(['refused', 'dns', 'reset', 'timeout', 'tls', 'other']).optional(),
-  headers: z.record(z.string(), z.string()).optional(),
-  code: z.string().max(200).optional(),
-  sent: z.enum(['no', 'yes', 'unknown']),
-  receivedAtMs: z.number().optional(),
-});
-type Agrees<A, B> = [A] extends [B] ? true : false;
-const evidenceSchemaMatchesPolicy: Agrees<z.infer<typeof evidenceSchema>, Evidence> = true;
-void evidenceSchemaMatchesPolicy;
-
 /** The first detail of every {@link FailureType} failure. */
-export const failureDetailsSchema = z.object({
-  evidence: evidenceSchema,
-  /** A bounded excerpt of the provider's error message, for people. */
-  message: z.string().max(500).optional(),
-});
-export type FailureDetails = z.infer<typeof failureDetailsSchema>;
+export interface FailureDetails {
+  evidence: Evidence;
+  /** A bounded excerpt of the provider's error message, for people (at most 500 characters). */
+  message?: string;
+}
+
+/** Longest structured error code carried in failure details. */
+const CODE_LIMIT = 200;
+/** Longest message excerpt carried in failure details. */
+const MESSAGE_LIMIT = 500;
+const transports: ReadonlySet<string> = new Set(['refused', 'dns', 'reset', 'timeout', 'tls', 'other']);
+const sentValues: ReadonlySet<string> = new Set(['no', 'yes', 'unknown']);
+const purposes: ReadonlySet<string> = new Set(['dispatch', 'inspect']);
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Only the known fields of `e`, bounded, without `undefined` values: what travels in failure details. */
+function boundedEvidence(e: Evidence): Evidence {
+  return {
+    method: e.method,
+    ...(e.purpose !== undefined ? { purpose: e.purpose } : {}),
+    ...(e.status !== undefined ? { status: e.status } : {}),
+    ...(e.transport !== undefined ? { transport: e.transport } : {}),
+    ...(e.headers !== undefined ? { headers: { ...e.headers } } : {}),
+    ...(e.code !== undefined ? { code: e.code.slice(0, CODE_LIMIT) } : {}),
+    sent: e.sent,
+    ...(e.receivedAtMs !== undefined ? { receivedAtMs: e.receivedAtMs } : {}),
+  };
+}
+
+/**
+ * Reads failure details back: the {@link FailureDetails} when `value` has their shape (every field of the evidence
+ * checked), `undefined` otherwise. Unknown fields are dropped.
+ */
+export function readFailureDetails(value: unknown): FailureDetails | undefined {
+  if (!isRecord(value) || !isRecord(value['evidence'])) return undefined;
+  const e = value['evidence'];
+  const { method, purpose, status, transport, headers, code, sent, receivedAtMs } = e;
+  if (typeof method !== 'string' || typeof sent !== 'string' || !sentValues.has(sent)) return undefined;
+  if (purpose !== undefined && (typeof purpose !== 'string' || !purposes.has(purpose))) return undefined;
+  if (status !== undefined && !Number.isInteger(status)) return undefined;
+  if (transport !== undefined && (typeof transport !== 'string' || !transports.has(transport))) return undefined;
+  if (code !== undefined && (typeof code !== 'string' || code.length > CODE_LIMIT)) return undefined;
+  if (receivedAtMs !== undefined && typeof receivedAtMs !== 'number') return undefined;
+  if (headers !== undefined && (!isRecord(headers) || Object.values(headers).some((v) => typeof v !== 'string')))
+    return undefined;
+  const message = value['message'];
+  if (message !== undefined && (typeof message !== 'string' || message.length > MESSAGE_LIMIT)) return undefined;
+  const evidence = boundedEvidence({
+    method,
+    sent: sent as Sent,
+    ...(purpose !== undefined ? { purpose: purpose as Purpose } : {}),
+    ...(status !== undefined ? { status: status as number } : {}),
+    ...(transport !== undefined ? { transport: transport as TransportFailure } : {}),
+    ...(headers !== undefined ? { headers: headers as Record<string, string> } : {}),
+    ...(code !== undefined ? { code } : {}),
+    ...(receivedAtMs !== undefined ? { receivedAtMs } : {}),
+  });
+  return { evidence, ...(message !== undefined ? { message } : {}) };
+}
 
 /** Which failure type a (non-success) decision raises. */
 export function failureTypeOf(decision: Exclude<Decision, { kind: 'success' }>): FailureType {
@@ -106,10 +152,10 @@ export function dispatchFailure(
   message?: string,
 ): ApplicationFailure {
   const type = failureTypeOf(decision);
-  const details: FailureDetails = failureDetailsSchema.parse({
-    evidence,
-    ...(message ? { message: message.slice(0, 500) } : {}),
-  });
+  const details: FailureDetails = {
+    evidence: boundedEvidence(evidence),
+    ...(message ? { message: message.slice(0, MESSAGE_LIMIT) } : {}),
+  };
   return ApplicationFailure.create({
     type,
     message: `${describeEvidence(evidence)} from ${target}`,
@@ -127,7 +173,7 @@ export function isProviderFailure(err: unknown): err is ApplicationFailure & { t
 }
 
 /**
- * What an activity failure tells the workflow, as evidence. Decodes our typed failures with zod; maps a Temporal
+ * What an activity failure tells the workflow, as evidence. Decodes our typed failures ({@link readFailureDetails}); maps a Temporal
  * timeout to a transport timeout (`sent: 'no'` when the task never started, `unknown` otherwise) and anything
  * else (a worker crash, a bug) to an unknown transport failure that may have been sent: for a write that means
  * inspection, never a blind re-dispatch.
@@ -135,16 +181,12 @@ export function isProviderFailure(err: unknown): err is ApplicationFailure & { t
 export function evidenceFromFailure(err: unknown, method: string, purpose: 'dispatch' | 'inspect'): Evidence {
   const cause = err instanceof ActivityFailure ? err.cause : err;
   if (isProviderFailure(cause)) {
-    const parsed = failureDetailsSchema.safeParse(cause.details?.[0]);
-    if (parsed.success) return stripUndefined(parsed.data.evidence);
+    const details = readFailureDetails(cause.details?.[0]);
+    if (details) return details.evidence;
   }
   if (cause instanceof TimeoutFailure) {
     const neverStarted = cause.timeoutType === TimeoutType.SCHEDULE_TO_START;
     return { method, purpose, transport: 'timeout', sent: neverStarted ? 'no' : 'unknown' };
   }
   return { method, purpose, transport: 'other', sent: 'unknown' };
-}
-
-function stripUndefined(e: z.infer<typeof evidenceSchema>): Evidence {
-  return Object.fromEntries(Object.entries(e).filter(([, v]) => v !== undefined)) as unknown as Evidence;
 }

@@ -33,12 +33,14 @@ import { Agent } from 'undici';
 import type { Dispatcher } from 'undici';
 import { createActivities } from './activities/index.js';
 import type { CredentialStore } from './activities/index.js';
-import type { CredentialConfig, RetryqConfig } from './config.js';
+import { ConfigError, defaultWorkerTuning, workerTuningSchema } from './config.js';
+import type { CredentialConfig, RetryqConfig, WorkerTuning } from './config.js';
 import { cachedWorkflowBundle } from './temporal/workflow-bundle.js';
 import { taskQueues } from './task-queues.js';
 
 export { ConfigError, CONFIG_VARIABLES, loadConfig, resolveSecrets } from './config.js';
-export type { ConfigProblem, CredentialConfig, RetryqConfig, TemporalConfig } from './config.js';
+export type { ConfigProblem, CredentialConfig, RetryqConfig, TemporalConfig, WorkerTuning } from './config.js';
+export { defaultWorkerTuning } from './config.js';
 export { TemporalUnreachable, connectWorker } from './temporal/connect.js';
 export { taskQueues } from './task-queues.js';
 export type { TaskQueues } from './task-queues.js';
@@ -72,7 +74,8 @@ export function credentialStore(
 }
 
 export interface WorkerSetup {
-  config: Pick<RetryqConfig, 'taskQueuePrefix' | 'credentials' | 'temporal'>;
+  /** `worker` (cache size, workflow-task concurrency) defaults to {@link defaultWorkerTuning}. */
+  config: Pick<RetryqConfig, 'taskQueuePrefix' | 'credentials' | 'temporal'> & { worker?: Partial<WorkerTuning> };
   connection: NativeConnection;
   /** Credential id → secret (see `resolveSecrets`). */
   secrets: ReadonlyMap<string, string>;
@@ -94,9 +97,27 @@ export interface RetryqWorkers {
   shutdown(): void;
 }
 
+/** The workflow worker's sizing: defaults filled in, every field checked (throws {@link ConfigError}). */
+export function workerTuningOf(tuning: Partial<WorkerTuning> = {}): WorkerTuning {
+  const parsed = workerTuningSchema.safeParse({ ...defaultWorkerTuning, ...tuning });
+  if (parsed.success) return parsed.data;
+  throw new ConfigError(
+    parsed.error.issues.map((issue) => {
+      const field = String(issue.path[0] ?? '');
+      const value = (tuning as Record<string, unknown>)[field];
+      return {
+        variable: `worker.${field}`,
+        value: value === undefined ? undefined : JSON.stringify(value),
+        rule: issue.message,
+      };
+    }),
+  );
+}
+
 /** Creates (but does not run) the workers for `config`. */
 export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> {
   const { config, connection } = setup;
+  const tuning = workerTuningOf(config.worker);
   const namespace = config.temporal.namespace;
   const queues = taskQueues(config.taskQueuePrefix);
   const http = setup.http ?? new Agent({ keepAliveTimeout: 10_000, connections: 64 });
@@ -114,6 +135,9 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
         namespace,
         taskQueue: queues.workflows,
         workflowBundle: setup.workflowBundle ?? (await intentWorkflowBundle()),
+        // Set, not derived from the heap: memory stays bounded however many intents sleep (docs/operations.md).
+        maxCachedWorkflows: tuning.maxCachedWorkflows,
+        maxConcurrentWorkflowTaskExecutions: tuning.workflowTaskConcurrency,
       }),
     );
   }

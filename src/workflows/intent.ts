@@ -31,10 +31,14 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { SearchAttributeUpdatePair } from '@temporalio/common/lib/search-attributes.js';
+import type {
+  SearchAttributeKey,
+  SearchAttributeType,
+  SearchAttributeUpdatePair,
+} from '@temporalio/common/lib/search-attributes.js';
 import type { Activities, DispatchResult, InspectResult } from '../activities/index.js';
 import { IntentFailureType, describeEvidence, evidenceFromFailure } from '../failures.js';
-import { ATTEMPT_LOG_LIMIT, Phase, describeTarget, describeWebhookEntry, finalPhases } from '../intent.js';
+import { ATTEMPT_LOG_LIMIT, Phase, describeTarget, describeWebhookEntry, finalPhases } from '../intent-status.js';
 import type {
   AttemptRecord,
   EvidenceSummary,
@@ -43,9 +47,13 @@ import type {
   IntentStatus,
   Reservation,
   WebhookDelivery,
-} from '../intent.js';
-import { classify, headerValue, nextAttempt } from '../policy/index.js';
-import type { Decision, Evidence, Schedule } from '../policy/index.js';
+} from '../intent-status.js';
+import { classify } from '../policy/classify.js';
+import type { Decision } from '../policy/classify.js';
+import { headerValue } from '../policy/evidence.js';
+import type { Evidence } from '../policy/evidence.js';
+import { nextAttempt } from '../policy/schedule.js';
+import type { Schedule } from '../policy/schedule.js';
 import {
   credentialKey,
   lastErrorCodeKey,
@@ -75,6 +83,13 @@ export const SEEN_DELIVERIES_LIMIT = 200;
 export interface IntentWorkflowOptions {
   /** @default 'retryq' */
   taskQueuePrefix?: string;
+  /**
+   * Upsert only the search attributes that changed, at most once per workflow task. Every intent the client starts
+   * sets it; runs started without it (histories recorded before it existed) keep upserting all attributes at every
+   * transition, which is the command sequence their histories hold, so they still replay.
+   * @default false
+   */
+  publishChangesOnly?: boolean;
   /** @internal state carried across continue-as-new */
   carried?: CarriedState;
 }
@@ -110,6 +125,7 @@ class IntentRun {
   readonly deadlineMs: number;
   readonly queues: ReturnType<typeof taskQueues>;
   readonly target: string;
+  readonly changesOnly: boolean;
 
   constructor(
     readonly spec: IntentSpec,
@@ -118,6 +134,7 @@ class IntentRun {
     this.deadlineMs = new Date(spec.deadline).getTime();
     this.queues = taskQueues(options.taskQueuePrefix ?? 'retryq');
     this.target = describeTarget(spec.action.method, spec.action.url);
+    this.changesOnly = options.publishChangesOnly === true;
     const carried = options.carried;
     if (carried) {
       this.status = carried.status;
@@ -156,21 +173,48 @@ class IntentRun {
 
   // ---- visibility ---------------------------------------------------------------------------------------
 
-  /** Search attributes and the UI's current-details text, at every transition. */
+  /**
+   * Search attributes and the UI's current-details text, at every transition. Upserts only the attributes whose
+   * values differ from what the run already holds (the client's start values, or the previous run's after
+   * continue-as-new), so a transition that changes none adds no history event.
+   */
   publish(): void {
     const s = this.status;
     const ev = s.lastEvidence;
     const errorCode = ev
       ? (ev.code ?? (ev.status ? `http_${ev.status}` : ev.transport ? `transport_${ev.transport}` : null))
       : null;
-    const updates: SearchAttributeUpdatePair[] = [
-      { key: retryPhaseKey, value: s.phase },
-      { key: retryAttemptKey, value: s.attempts },
-      { key: credentialKey, value: s.credential },
-      { key: nextAttemptAtKey, value: s.nextAttemptAt ? new Date(s.nextAttemptAt) : null },
-    ];
-    if (errorCode !== null && ev?.decision !== 'success') updates.push({ key: lastErrorCodeKey, value: errorCode });
-    upsertSearchAttributes(updates);
+    const updates: SearchAttributeUpdatePair[] = [];
+    if (!this.changesOnly) {
+      // The original sequence: every attribute at every transition (what runs without the option recorded).
+      updates.push(
+        { key: retryPhaseKey, value: s.phase },
+        { key: retryAttemptKey, value: s.attempts },
+        { key: credentialKey, value: s.credential },
+        { key: nextAttemptAtKey, value: s.nextAttemptAt ? new Date(s.nextAttemptAt) : null },
+      );
+      if (errorCode !== null && ev?.decision !== 'success') updates.push({ key: lastErrorCodeKey, value: errorCode });
+      upsertSearchAttributes(updates);
+      setCurrentDetails(this.details());
+      return;
+    }
+    const held = workflowInfo().typedSearchAttributes;
+    const put = <T extends string | number | Date>(key: SearchAttributeKey<SearchAttributeType>, value: T | null) => {
+      const now = held.get(key) as T | undefined;
+      const same =
+        value === null
+          ? now === undefined
+          : value instanceof Date
+            ? now instanceof Date && now.getTime() === value.getTime()
+            : now === value;
+      if (!same) updates.push({ key, value } as SearchAttributeUpdatePair);
+    };
+    put(retryPhaseKey, s.phase);
+    put(retryAttemptKey, s.attempts);
+    put(credentialKey, s.credential);
+    put(nextAttemptAtKey, s.nextAttemptAt ? new Date(s.nextAttemptAt) : null);
+    if (errorCode !== null && ev?.decision !== 'success') put(lastErrorCodeKey, errorCode);
+    if (updates.length > 0) upsertSearchAttributes(updates);
     setCurrentDetails(this.details());
   }
 
@@ -317,7 +361,7 @@ class IntentRun {
 
   optionsForNextRun(): IntentWorkflowOptions {
     const prefix = this.queues.workflows.slice(0, -'.workflows'.length);
-    return { taskQueuePrefix: prefix };
+    return { taskQueuePrefix: prefix, ...(this.changesOnly ? { publishChangesOnly: true } : {}) };
   }
 
   /** Durable sleep until the next call is due; a cancel ends it, "retry now" shortens it to the server floor. */
@@ -339,7 +383,9 @@ class IntentRun {
       if (woke && this.status.cancelRequested === undefined) {
         // Retry now: as soon as the server permits, never before (invariant 2).
         const earliest = Math.max(Date.now(), this.permittedAtMs ?? 0);
-        if (earliest < dueAt) this.setDue(earliest);
+        // Due now: the dispatch that follows in this workflow task publishes; a later floor is a new wait.
+        if (this.changesOnly && earliest <= Date.now()) this.dueAtMs = undefined;
+        else if (earliest < dueAt) this.setDue(earliest);
         return;
       }
       if (woke) return;
@@ -422,7 +468,9 @@ class IntentRun {
         this.needsInspection = true;
         this.inspectionsSinceUnknown = 0;
         s.reservation = reservation(this.spec.idempotencyKey, s.attempts, `attempt ${s.attempts}: ${decision.reason}`);
-        this.publish();
+        // With changesOnly, no publish here: the loop's next step (the inspection, or the end) publishes in this
+        // same workflow task.
+        if (!this.changesOnly) this.publish();
         return undefined;
       case 'rate_limited':
       case 'transient':

@@ -10,7 +10,7 @@
  * ```
  */
 import { setCurrentDetails } from '@temporalio/workflow';
-import type { WebhookDelivery } from '../intent.js';
+import type { WebhookDelivery } from '../intent-status.js';
 
 /** What the receiver records for a delivery whose key has no intent. */
 export interface WebhookOrphanRecord {

@@ -4,6 +4,7 @@
  * installed package is exercised by test/e2e/consumer-package.test.ts.
  */
 import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -41,6 +42,12 @@ describe('npx retryq', () => {
     expect(run.stdout).toBe('');
     expect(run.stderr).toContain(`Cannot reach Temporal at 127.0.0.1:${nobody}`);
     expect(run.stderr).toContain('TEMPORAL_ADDRESS');
+  });
+
+  it('--version prints the package version and nothing else', async () => {
+    const pkg = JSON.parse(await readFile(path.join(root, 'package.json'), 'utf8')) as { version: string };
+    const run = await npx(['--version']);
+    expect(run).toMatchObject({ code: 0, stdout: `${pkg.version}\n` });
   });
 
   it('an unknown command: usage on stderr, exit 2', async () => {

@@ -7,7 +7,7 @@
  * Re-record only on purpose (a deliberate, versioned workflow change); the checked-in histories are what guards
  * every other change against non-determinism.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import * as prettier from 'prettier';
@@ -86,6 +86,23 @@ export const historyScenarios: HistoryScenario[] = [
   },
 ];
 
+/**
+ * Scenarios recorded again after the client began to start intents with `publishChangesOnly` (search attributes
+ * upserted only when they change, at most once per workflow task): the histories above keep the earlier command
+ * sequence (an upsert at every transition) and must keep replaying; these hold the current one, including the
+ * paths where upserts were merged (unknown outcome → inspection, retry now → dispatch).
+ */
+const changesOnly = ['rate-limited-then-succeeded', 'unknown-outcome-absent-redispatched', 'retry-now'];
+historyScenarios.push(
+  ...historyScenarios
+    .filter((sc) => changesOnly.includes(sc.name))
+    .map((sc) => ({
+      ...sc,
+      name: `${sc.name}-changes-only`,
+      description: `${sc.description} (search attributes upserted only when they change)`,
+    })),
+);
+
 async function runScenario(env: TestWorkflowEnvironment, sc: HistoryScenario, sim: ProviderSim): Promise<string> {
   const prefix = `replay-${sc.name}`;
   const key = `replay-${sc.name}`;
@@ -136,12 +153,20 @@ async function runScenario(env: TestWorkflowEnvironment, sc: HistoryScenario, si
   }
 }
 
-/** Records every scenario's history into `outDir` (created if needed). */
-export async function recordIntentHistories(outDir: string): Promise<string[]> {
+/**
+ * Records every scenario's history into `outDir` (created if needed). With `onlyMissing`, scenarios whose file
+ * exists are left alone: new scenarios are recorded without re-recording (and so changing) the old ones.
+ */
+export async function recordIntentHistories(
+  outDir: string,
+  options: { onlyMissing?: boolean } = {},
+): Promise<string[]> {
   const env = await createTimeSkippingEnvironment();
   const written: string[] = [];
   try {
     for (const sc of historyScenarios) {
+      const target = path.join(outDir, `${sc.name}.json`);
+      if (options.onlyMissing && (await stat(target).catch(() => undefined))) continue;
       const sim = await startProviderSim({ scenario: sc.scenario });
       try {
         const json = await runScenario(env, sc, sim);

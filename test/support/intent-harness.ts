@@ -38,7 +38,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { RetryqClient, workflowIdOf } from '../../src/client.js';
 import type { Submitted } from '../../src/client.js';
-import type { RetryqConfig } from '../../src/config.js';
+import type { RetryqConfig, WorkerTuning } from '../../src/config.js';
 import type { IntentInput, IntentStatus } from '../../src/intent.js';
 import { RetryqTestEnvironment, createDevServerEnvironment, createTimeSkippingEnvironment } from '../../src/testing.js';
 import { resolveTemporalCli } from '../../src/temporal/binaries.js';
@@ -158,9 +158,9 @@ export interface IntentTest {
    * Runs a fresh set of workers while `fn` runs, then shuts them down (drained). `roles`: which roles they run
    * (default all). For a second worker polling the same queues use a process (test/support/worker-process.ts).
    */
-  run<T>(fn: () => Promise<T>, options?: { roles?: WorkerRoles }): Promise<T>;
-  /** Creates (not runs) retryq workers on this test's task queues. */
-  createWorkers(roles?: WorkerRoles): Promise<RetryqWorkers>;
+  run<T>(fn: () => Promise<T>, options?: { roles?: WorkerRoles; worker?: Partial<WorkerTuning> }): Promise<T>;
+  /** Creates (not runs) retryq workers on this test's task queues; `worker` sizes the workflow worker. */
+  createWorkers(roles?: WorkerRoles, worker?: Partial<WorkerTuning>): Promise<RetryqWorkers>;
   /** The workflow's failure, for asserting the failure chain and its `type`; fails if the workflow succeeded. */
   failureOf(key: string): Promise<ApplicationFailure>;
   /** Polls the status query (real time, bounded) until `predicate` holds; time does not skip meanwhile. */
@@ -274,11 +274,11 @@ export function useIntentHarness(kind: HarnessKind = 'time-skipping', options: H
       cleanups.push(async () => {
         for (const c of connections.splice(0)) await c.close();
       });
-      const build = async (roles?: WorkerRoles) => {
+      const build = async (roles?: WorkerRoles, worker?: Partial<WorkerTuning>) => {
         const connection = await NativeConnection.connect({ address: e.address });
         connections.push(connection);
         return createWorkers({
-          config,
+          config: worker ? { ...config, worker } : config,
           connection,
           secrets: new Map([[CREDENTIAL, SIM_SECRET]]),
           http,
@@ -321,7 +321,7 @@ export function useIntentHarness(kind: HarnessKind = 'time-skipping', options: H
         },
         createWorkers: build,
         async run(fn, options = {}) {
-          const workers = await build(options.roles);
+          const workers = await build(options.roles, options.worker);
           const running = workers.run();
           let stopped!: (err: unknown) => void;
           const workerFailed = new Promise<never>((_, reject) => {

@@ -139,3 +139,36 @@ describe('resolveSecrets', () => {
     }
   });
 });
+
+describe('loadConfig worker sizing', () => {
+  it('bounds the workflow cache and workflow-task slots by default (100 cached, 10 at once)', () => {
+    expect(loadConfig({}).worker).toEqual({ maxCachedWorkflows: 100, workflowTaskConcurrency: 10 });
+  });
+
+  it('reads RETRYQ_MAX_CACHED_WORKFLOWS and RETRYQ_WORKFLOW_TASK_CONCURRENCY', () => {
+    const c = loadConfig({ RETRYQ_MAX_CACHED_WORKFLOWS: '2000', RETRYQ_WORKFLOW_TASK_CONCURRENCY: '40' });
+    expect(c.worker).toEqual({ maxCachedWorkflows: 2000, workflowTaskConcurrency: 40 });
+    expect(loadConfig({ RETRYQ_MAX_CACHED_WORKFLOWS: '0' }).worker.maxCachedWorkflows).toBe(0);
+  });
+
+  it('names the variable, the value and the rule for every bad value', () => {
+    expect(problemsOf({ RETRYQ_MAX_CACHED_WORKFLOWS: 'lots', RETRYQ_WORKFLOW_TASK_CONCURRENCY: '1.5' })).toEqual([
+      { variable: 'RETRYQ_MAX_CACHED_WORKFLOWS', value: 'lots', rule: 'must be a whole number' },
+      { variable: 'RETRYQ_WORKFLOW_TASK_CONCURRENCY', value: '1.5', rule: 'must be a whole number' },
+    ]);
+    expect(problemsOf({ RETRYQ_MAX_CACHED_WORKFLOWS: '1' })).toEqual([
+      {
+        variable: 'RETRYQ_MAX_CACHED_WORKFLOWS',
+        value: '1',
+        rule: 'must be 0 (no cache: every workflow task replays) or at least 2',
+      },
+    ]);
+    expect(problemsOf({ RETRYQ_MAX_CACHED_WORKFLOWS: '20', RETRYQ_WORKFLOW_TASK_CONCURRENCY: '40' })).toEqual([
+      {
+        variable: 'RETRYQ_WORKFLOW_TASK_CONCURRENCY',
+        value: '40',
+        rule: 'must not exceed the cache size (20): a running workflow task needs its workflow in the cache',
+      },
+    ]);
+  });
+});

@@ -1,0 +1,676 @@
+/**
+ * Volume benchmark of retryq against bare Temporal on the same machine (`npm run bench:scale`). Prints one JSON
+ * object to stdout; progress goes to stderr.
+ *
+ * Every part runs against its own Temporal dev server (in memory, free ports) started by this process; workers run
+ * in forked child processes (bench/scale-worker.ts) so their memory and CPU are measured per process; the provider
+ * is a small HTTP server in this process. Parts, each with its baseline in the same run:
+ *
+ * a. **sleeping**: `--intents` intents submitted (`--in-flight` at a time) against a provider that answers
+ *    429 `Retry-After: 3600`, so each dispatches once and sleeps. Reported: time until all sleep, `submit` latency,
+ *    worker and dev-server RSS once settled. Baselines: a bare workflow that starts and blocks on a timer
+ *    (`workflow.start` latency, the goal's baseline) and a bare workflow that makes the same HTTP call in one
+ *    activity and then sleeps (the like-for-like path).
+ * b. **throughput**: `--complete` intents against a provider that answers 200 at once, retryq and a bare workflow
+ *    with one activity making the same HTTP call, interleaved over `--rounds` rounds; completed per second and
+ *    worker CPU per completed intent.
+ * c. **wake-up storm**: `--wake` intents put to sleep until one common time (Retry-After pointing at it), then
+ *    woken together, with the credential's budget set to `--wake-budget` requests per minute. Reported: time until
+ *    all are dispatched and completed, workflow-task latency p50/p99 (from the histories), workflow-task timeouts
+ *    and failures (counted in every history), the most dispatches in any 60 s and 1 s window against the budget,
+ *    and the worker's cache hits and misses (replays).
+ *
+ * Each part reports the CPU each process used (in cores) while it ran: what is near 1.0 (or the machine's total
+ * near its core count) is what limits the figure.
+ *
+ * Flags: `--intents N` (default 1000; 10000 for the goal measurement), `--complete N` (500), `--rounds N` (2),
+ * `--wake N` (default: --intents), `--wake-budget N` (requests/min, default 3000), `--in-flight N` (50),
+ * `--cache N` (retryq's maxCachedWorkflows) and `--task-concurrency N` (its workflow-task concurrency), both
+ * defaulting to retryq's defaults, `--only a,b,c`, `--sides retryq,bareTimer,bareCallThenTimer` (part a).
+ */
+import { fork } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection } from '@temporalio/client';
+import type { WorkflowHandle } from '@temporalio/client';
+import { RetryqClient, workflowIdOf } from '../src/client.js';
+import { credentialSchema, defaultWorkerTuning } from '../src/config.js';
+import type { CredentialConfig } from '../src/config.js';
+import type { IntentInput } from '../src/intent.js';
+import { resolveTemporalCli } from '../src/temporal/binaries.js';
+import { registerSearchAttributes } from '../src/temporal/register-search-attributes.js';
+import { freePort, startDevServer } from '../src/temporal/server-process.js';
+import type { ManagedServer } from '../src/temporal/server-process.js';
+import type { WorkerSpec } from './scale-worker.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+// ---- flags ------------------------------------------------------------------------------------------------------
+
+function flag(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i < 0) return fallback;
+  const v = Number(process.argv[i + 1]);
+  if (!Number.isInteger(v) || v < 0) {
+    console.error(`--${name} must be a whole number (got ${process.argv[i + 1] ?? 'nothing'})`);
+    process.exit(2);
+  }
+  return v;
+}
+const onlyAt = process.argv.indexOf('--only');
+const only = new Set((onlyAt >= 0 ? (process.argv[onlyAt + 1] ?? '') : 'a,b,c').split(','));
+const opts = {
+  intents: flag('intents', 1000),
+  complete: flag('complete', 500),
+  rounds: flag('rounds', 2),
+  wake: flag('wake', flag('intents', 1000)),
+  wakeBudget: flag('wake-budget', 3000),
+  inFlight: flag('in-flight', 50),
+  cache: process.argv.includes('--cache') ? flag('cache', defaultWorkerTuning.maxCachedWorkflows) : undefined,
+  taskConcurrency: process.argv.includes('--task-concurrency')
+    ? flag('task-concurrency', defaultWorkerTuning.workflowTaskConcurrency)
+    : undefined,
+};
+const sidesAt = process.argv.indexOf('--sides');
+const allSides = ['bareTimer', 'retryq', 'bareCallThenTimer'] as const;
+const sides = allSides.filter((side) =>
+  sidesAt < 0 ? true : (process.argv[sidesAt + 1] ?? '').split(',').includes(side),
+);
+const tuning =
+  opts.cache !== undefined || opts.taskConcurrency !== undefined
+    ? {
+        ...(opts.cache !== undefined ? { maxCachedWorkflows: opts.cache } : {}),
+        ...(opts.taskConcurrency !== undefined ? { workflowTaskConcurrency: opts.taskConcurrency } : {}),
+      }
+    : undefined;
+const log = (msg: string) => process.stderr.write(`[bench:scale ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+
+// ---- measuring processes ----------------------------------------------------------------------------------------
+
+const pageSize = 4096;
+const ticksPerSecond = 100;
+/** Resident set size of a process, in MB. */
+function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m
+    ? Math.round(Number(m[1]) / 1024)
+    : Math.round((Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]) * pageSize) / 2 ** 20);
+}
+/** CPU seconds (user + system) a process has used. */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
+}
+/** CPU use of several processes over a stretch of wall time, in cores. */
+function cpuMeter(pids: Record<string, number>) {
+  const start = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSeconds(pid)]));
+  const t0 = performance.now();
+  const load0 = os.loadavg()[0]!;
+  return () => {
+    const wallS = (performance.now() - t0) / 1000;
+    const cores = Object.fromEntries(
+      Object.entries(pids).map(([k, pid]) => [k, round2((cpuSeconds(pid) - start[k]!) / wallS)]),
+    );
+    const seconds = Object.fromEntries(
+      Object.entries(pids).map(([k, pid]) => [k, round2(cpuSeconds(pid) - start[k]!)]),
+    );
+    return { cores, cpuSeconds: seconds, machineLoad1m: round2(Math.max(load0, os.loadavg()[0]!)) };
+  };
+}
+
+const round2 = (x: number) => Math.round(x * 100) / 100;
+function percentile(values: number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return round2(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!);
+}
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// ---- the provider -----------------------------------------------------------------------------------------------
+
+/** What the provider answers: `/sleep/…` 429 Retry-After 3600, `/ok/…` 200, `/wake/…` 429 until `wakeAtMs`, then 200. */
+class Provider {
+  wakeAtMs = Number.POSITIVE_INFINITY;
+  readonly counts = new Map<string, number>();
+  /** Receive times of `/wake` requests answered 200. */
+  readonly wakeDispatches: number[] = [];
+  private server!: http.Server;
+  url = '';
+
+  async start(): Promise<void> {
+    this.server = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        const now = Date.now();
+        const kind = (req.url ?? '/').split('/')[1] ?? '';
+        this.counts.set(kind, (this.counts.get(kind) ?? 0) + 1);
+        const answer = (status: number, headers: Record<string, string> = {}) => {
+          res.writeHead(status, { 'content-type': 'application/json', ...headers });
+          res.end(status === 200 ? '{"id":"op_1","status":"succeeded"}' : '{"error":{"code":"rate_limited"}}');
+        };
+        if (kind === 'sleep') return answer(429, { 'retry-after': '3600' });
+        if (kind === 'wake') {
+          if (now < this.wakeAtMs)
+            return answer(429, { 'retry-after': String(Math.ceil((this.wakeAtMs - now) / 1000)) });
+          this.wakeDispatches.push(now);
+          return answer(200);
+        }
+        if (kind === 'ok') return answer(200);
+        // Inspections (`/ops/<key>`, after an attempt whose answer was lost): the operation did not happen.
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end('{"error":{"code":"not_found"}}');
+      });
+    });
+    this.server.keepAliveTimeout = 30_000;
+    this.server.listen(0, '127.0.0.1');
+    await once(this.server, 'listening');
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+  count(kind: string): number {
+    return this.counts.get(kind) ?? 0;
+  }
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise((r) => this.server.close(r));
+  }
+}
+
+// ---- servers and workers ----------------------------------------------------------------------------------------
+
+interface Env {
+  server: ManagedServer;
+  connection: Connection;
+  client: Client;
+}
+
+const children = new Set<ChildProcess>();
+const servers = new Set<ManagedServer>();
+
+async function startEnv(): Promise<Env> {
+  const cli = await resolveTemporalCli();
+  if (!cli.path) throw new Error('no Temporal CLI: run `npx tsx src/cli.ts doctor` first');
+  const server = await startDevServer({ cliPath: cli.path, logLevel: 'error' });
+  servers.add(server);
+  const connection = await Connection.connect({ address: server.address });
+  await registerSearchAttributes(connection, 'default');
+  return { server, connection, client: new Client({ connection, namespace: 'default' }) };
+}
+
+async function stopEnv(env: Env): Promise<void> {
+  await env.connection.close();
+  await env.server.stop();
+  servers.delete(env.server);
+}
+
+interface WorkerChild {
+  pid: number;
+  metrics: () => Promise<Metrics>;
+  stop: () => Promise<void>;
+}
+
+async function startWorker(
+  env: Env,
+  spec: Omit<WorkerSpec, 'address' | 'namespace' | 'metricsPort'>,
+): Promise<WorkerChild> {
+  const metricsPort = await freePort();
+  const child = fork(path.join(here, 'scale-worker.ts'), [], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
+  children.add(child);
+  child.send({ ...spec, address: env.server.address, namespace: 'default', metricsPort } satisfies WorkerSpec);
+  const [reply] = (await once(child, 'message')) as [{ ready?: true; failed?: string }];
+  if (!reply.ready) throw new Error(`the ${spec.mode} worker did not start: ${reply.failed ?? 'no reason'}`);
+  return {
+    pid: child.pid!,
+    metrics: () => scrape(metricsPort),
+    stop: async () => {
+      const exited = once(child, 'exit');
+      child.send('stop');
+      await exited;
+      children.delete(child);
+    },
+  };
+}
+
+/** The worker's Temporal metrics, summed over labels. */
+type Metrics = Map<string, number>;
+async function scrape(port: number): Promise<Metrics> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const out: Metrics = new Map();
+  for (const line of text.split('\n')) {
+    const m = /^([a-z_]+)(\{[^}]*\})? ([0-9.e+-]+)$/.exec(line);
+    if (m) out.set(m[1]!, (out.get(m[1]!) ?? 0) + Number(m[3]));
+  }
+  return out;
+}
+const metric = (m: Metrics, name: string) => m.get(`temporal_${name}`) ?? m.get(name) ?? 0;
+const wftDone = (m: Metrics) => metric(m, 'workflow_task_execution_latency_count');
+const completed = (m: Metrics) => metric(m, 'workflow_completed');
+
+async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<number> {
+  const t0 = performance.now();
+  while (!(await check())) {
+    if (performance.now() - t0 > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(100);
+  }
+  return performance.now();
+}
+
+/** Runs `count` calls with at most `inFlight` at once; returns each call's latency in ms. */
+async function pool(count: number, inFlight: number, call: (i: number) => Promise<unknown>): Promise<number[]> {
+  const latencies: number[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(inFlight, count) }, async () => {
+      while (next < count) {
+        const i = next++;
+        const t = performance.now();
+        await call(i);
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  return latencies;
+}
+
+function credential(requestsPerMinute: number): CredentialConfig {
+  return credentialSchema.parse({
+    id: 'bench',
+    secretEnv: 'BENCH_KEY',
+    requestsPerMinute,
+    concurrency: 50,
+    inspectRequestsPerMinute: 600_000,
+    inspectConcurrency: 4,
+  });
+}
+
+function intent(provider: Provider, kind: string, key: string): IntentInput {
+  return {
+    idempotencyKey: key,
+    credential: 'bench',
+    action: {
+      method: 'POST',
+      url: `${provider.url}/${kind}/${key}`,
+      body: { amount: 1200, currency: 'eur', order: key },
+    },
+    inspection: { url: `${provider.url}/ops/{idempotencyKey}` },
+    deadline: '2h',
+  };
+}
+
+// ---- a. sleeping ------------------------------------------------------------------------------------------------
+
+type Side = 'retryq' | 'bareTimer' | 'bareCallThenTimer';
+
+async function sleepingSide(side: Side, provider: Provider, n: number) {
+  const env = await startEnv();
+  try {
+    const queue = `scale-a-${side}`;
+    const worker = await startWorker(env, {
+      mode: side === 'retryq' ? 'retryq' : 'bare',
+      queue,
+      credential: credential(1_000_000),
+      tuning,
+    });
+    await sleep(2000);
+    const idle = { workerMb: rssMb(worker.pid), devServerMb: rssMb(env.server.pid) };
+    const wft0 = wftDone(await worker.metrics());
+    const retryq = new RetryqClient({ client: env.client, taskQueuePrefix: queue });
+    const before = provider.count('sleep');
+    const cpu = cpuMeter({ worker: worker.pid, devServer: env.server.pid, bench: process.pid });
+    const t0 = performance.now();
+    log(`a/${side}: putting ${n} to sleep`);
+    const latencies = await pool(n, opts.inFlight, async (i) => {
+      const key = `a-${side}-${i}`;
+      if (side === 'retryq') return retryq.submit(intent(provider, 'sleep', key));
+      if (side === 'bareTimer') return env.client.workflow.start('sleeper', { taskQueue: queue, workflowId: key });
+      return env.client.workflow.start('callThenSleep', {
+        taskQueue: queue,
+        workflowId: key,
+        args: [`${provider.url}/sleep/${key}`, key],
+      });
+    });
+    const submittedMs = performance.now() - t0;
+    // Asleep = every workflow task up to the timer has run: 1 per bare sleeper, 2 per workflow with a call first.
+    const tasksPerWorkflow = side === 'bareTimer' ? 1 : 2;
+    const settledAt = await waitFor(`${side}: ${n} asleep`, 600_000 + n * 200, async () => {
+      const calls = side === 'bareTimer' || provider.count('sleep') - before >= n;
+      return calls && wftDone(await worker.metrics()) - wft0 >= n * tasksPerWorkflow;
+    });
+    const usage = cpu();
+    await sleep(5000);
+    const workerMb = rssMb(worker.pid);
+    const devServerMb = rssMb(env.server.pid);
+    const m = await worker.metrics();
+    const waiting =
+      side === 'retryq'
+        ? await env.client.workflow.count(`TaskQueue = "${queue}.workflows" AND RetryPhase = "waiting"`)
+        : undefined;
+    await worker.stop();
+    return {
+      n,
+      settleS: round2((settledAt - t0) / 1000),
+      submitAllS: round2(submittedMs / 1000),
+      startLatencyMs: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) },
+      workerRssMb: {
+        idle: idle.workerMb,
+        settled: workerMb,
+        perSleepingKb: Math.round(((workerMb - idle.workerMb) * 1024) / n),
+      },
+      devServerRssMb: { idle: idle.devServerMb, settled: devServerMb },
+      workerCache: {
+        size: metric(m, 'sticky_cache_size'),
+        forcedEvictions: metric(m, 'sticky_cache_total_forced_eviction'),
+      },
+      ...(waiting ? { visibilityWaiting: waiting.count } : {}),
+      cpu: usage,
+    };
+  } finally {
+    await stopEnv(env);
+  }
+}
+
+// ---- b. throughput ----------------------------------------------------------------------------------------------
+
+async function throughput(provider: Provider) {
+  const env = await startEnv();
+  try {
+    const retryqWorker = await startWorker(env, {
+      mode: 'retryq',
+      queue: 'scale-b',
+      credential: credential(1_000_000),
+      tuning,
+    });
+    const bareWorker = await startWorker(env, {
+      mode: 'bare',
+      queue: 'scale-b-bare',
+      credential: credential(1_000_000),
+    });
+    const retryq = new RetryqClient({ client: env.client, taskQueuePrefix: 'scale-b' });
+    const rounds: Record<string, unknown>[] = [];
+    const m = opts.complete;
+    for (let r = 0; r < opts.rounds; r++) {
+      const order: ('retryq' | 'bare')[] = r % 2 === 0 ? ['retryq', 'bare'] : ['bare', 'retryq'];
+      for (const side of order) {
+        const worker = side === 'retryq' ? retryqWorker : bareWorker;
+        await sleep(1000);
+        const done0 = completed(await worker.metrics());
+        const cpu = cpuMeter({ worker: worker.pid, devServer: env.server.pid, bench: process.pid });
+        const t0 = performance.now();
+        log(`b/round ${r}/${side}: ${m} intents`);
+        await pool(m, opts.inFlight, async (i) => {
+          const key = `b-${r}-${side}-${i}`;
+          if (side === 'retryq') return retryq.submit(intent(provider, 'ok', key));
+          return env.client.workflow.start('callOnce', {
+            taskQueue: 'scale-b-bare',
+            workflowId: key,
+            args: [`${provider.url}/ok/${key}`, key],
+          });
+        });
+        const doneAt = await waitFor(
+          `b/${side}: ${m} completed`,
+          600_000,
+          async () => completed(await worker.metrics()) - done0 >= m,
+        );
+        const usage = cpu();
+        const s = (doneAt - t0) / 1000;
+        rounds.push({
+          round: r,
+          side,
+          completedPerS: round2(m / s),
+          seconds: round2(s),
+          workerCpuMsPerIntent: round2((usage.cpuSeconds['worker']! * 1000) / m),
+          devServerCpuMsPerIntent: round2((usage.cpuSeconds['devServer']! * 1000) / m),
+          cpu: usage,
+        });
+      }
+    }
+    const rate = (side: string) => rounds.filter((x) => x['side'] === side).map((x) => x['completedPerS'] as number);
+    const median = (xs: number[]) => percentile(xs, 50);
+    const sample = retryq.client.workflow.getHandle(workflowIdOf('b-0-retryq-0'));
+    const bareSample = env.client.workflow.getHandle('b-0-bare-0');
+    const events = async (h: WorkflowHandle) => (await h.fetchHistory()).events?.length ?? 0;
+    const result = {
+      n: m,
+      rounds,
+      retryqPerS: rate('retryq'),
+      barePerS: rate('bare'),
+      ratioMedian: round2(median(rate('retryq')) / median(rate('bare'))),
+      historyEvents: { retryq: await events(sample), bare: await events(bareSample) },
+    };
+    await retryqWorker.stop();
+    await bareWorker.stop();
+    return result;
+  } finally {
+    await stopEnv(env);
+  }
+}
+
+// ---- c. wake-up storm -------------------------------------------------------------------------------------------
+
+async function wakeStorm(provider: Provider, k: number, settleRatePerS: number | undefined) {
+  const env = await startEnv();
+  try {
+    const cred = credential(opts.wakeBudget);
+    const worker = await startWorker(env, { mode: 'retryq', queue: 'scale-c', credential: cred, tuning });
+    const retryq = new RetryqClient({ client: env.client, taskQueuePrefix: 'scale-c' });
+    const estimateS = k / (settleRatePerS ?? 10);
+    provider.wakeAtMs = Date.now() + Math.ceil(estimateS * 1.5 * 1000) + 20_000;
+    const before = await worker.metrics();
+    const wft0 = wftDone(before);
+    const done0 = completed(before);
+    log(`c: ${k} intents to sleep until ${new Date(provider.wakeAtMs).toISOString()}`);
+    const t0 = performance.now();
+    await pool(k, opts.inFlight, (i) => retryq.submit(intent(provider, 'wake', `c-${i}`)));
+    const settledAt = await waitFor(
+      'c: all asleep',
+      600_000 + k * 200,
+      async () => wftDone(await worker.metrics()) - wft0 >= 2 * k,
+    );
+    const settledBeforeWake = Date.now() < provider.wakeAtMs;
+    const m0 = await worker.metrics();
+    await sleep(Math.max(0, provider.wakeAtMs - Date.now()));
+    log(`c: waking ${k} intents (budget ${opts.wakeBudget}/min)`);
+    const cpu = cpuMeter({ worker: worker.pid, devServer: env.server.pid, bench: process.pid });
+    const wakeAt = provider.wakeAtMs;
+    await waitFor(
+      'c: all completed',
+      600_000 + (k / opts.wakeBudget) * 60_000 * 2,
+      async () => completed(await worker.metrics()) - done0 >= k,
+    );
+    const allCompletedS = (Date.now() - wakeAt) / 1000;
+    const usage = cpu();
+    const m1 = await worker.metrics();
+    const dispatches = [...provider.wakeDispatches].sort((a, b) => a - b);
+    const maxIn = (windowMs: number) => {
+      let best = 0;
+      for (let i = 0, j = 0; i < dispatches.length; i++) {
+        while (dispatches[i]! - dispatches[j]! >= windowMs) j++;
+        best = Math.max(best, i - j + 1);
+      }
+      return best;
+    };
+    log(`c: reading ${k} histories`);
+    const wft = await wakeHistories(env.client, k);
+    await worker.stop();
+    return {
+      n: k,
+      settleS: round2((settledAt - t0) / 1000),
+      settledBeforeWake,
+      budgetPerMin: opts.wakeBudget,
+      allDispatchedS: round2(((dispatches.at(-1) ?? wakeAt) - wakeAt) / 1000),
+      allCompletedS: round2(allCompletedS),
+      dispatched: dispatches.length,
+      maxDispatchesIn60s: maxIn(60_000),
+      maxDispatchesIn1s: maxIn(1000),
+      withinBudget: maxIn(60_000) <= opts.wakeBudget,
+      ...wft,
+      cache: {
+        size: opts.cache ?? defaultWorkerTuning.maxCachedWorkflows,
+        hitsDuringWake: metric(m1, 'sticky_cache_hit') - metric(m0, 'sticky_cache_hit'),
+        missesDuringWake: metric(m1, 'sticky_cache_miss') - metric(m0, 'sticky_cache_miss'),
+        replayTasks:
+          metric(m1, 'workflow_task_replay_latency_count') - metric(m0, 'workflow_task_replay_latency_count'),
+      },
+      cpu: usage,
+    };
+  } finally {
+    await stopEnv(env);
+  }
+}
+
+/** Workflow-task latency of the tasks after each intent's timer fired, and every task timeout or failure. */
+async function wakeHistories(client: Client, k: number) {
+  const scheduleToStart: number[] = [];
+  const startToComplete: number[] = [];
+  const timeouts = { scheduleToStart: 0, startToClose: 0 };
+  let failures = 0;
+  await pool(k, 32, async (i) => {
+    const history = await client.workflow.getHandle(workflowIdOf(`c-${i}`)).fetchHistory();
+    const events = history.events ?? [];
+    const ms = (e: (typeof events)[number]) =>
+      Number(e.eventTime?.seconds ?? 0) * 1000 + Math.round((e.eventTime?.nanos ?? 0) / 1e6);
+    let woke = false;
+    let scheduledAt: number | undefined;
+    let startedAt: number | undefined;
+    for (const e of events) {
+      if (e.timerFiredEventAttributes) woke = true;
+      const timedOut = e.workflowTaskTimedOutEventAttributes;
+      // TimeoutType 2 = SCHEDULE_TO_START (a task left too long on a worker's sticky queue), 1 = START_TO_CLOSE.
+      if (timedOut) timeouts[Number(timedOut.timeoutType) === 2 ? 'scheduleToStart' : 'startToClose']++;
+      if (e.workflowTaskFailedEventAttributes) failures++;
+      if (!woke) continue;
+      if (e.workflowTaskScheduledEventAttributes) scheduledAt = ms(e);
+      if (e.workflowTaskStartedEventAttributes && scheduledAt !== undefined) {
+        startedAt = ms(e);
+        scheduleToStart.push(startedAt - scheduledAt);
+      }
+      if (e.workflowTaskCompletedEventAttributes && startedAt !== undefined) {
+        startToComplete.push(ms(e) - startedAt);
+        startedAt = undefined;
+      }
+    }
+  });
+  return {
+    workflowTaskTimeouts: timeouts.scheduleToStart + timeouts.startToClose,
+    workflowTaskTimeoutsByType: timeouts,
+    workflowTaskFailures: failures,
+    wakeWorkflowTasks: scheduleToStart.length,
+    workflowTaskScheduleToStartMs: { p50: percentile(scheduleToStart, 50), p99: percentile(scheduleToStart, 99) },
+    workflowTaskStartToCompleteMs: { p50: percentile(startToComplete, 50), p99: percentile(startToComplete, 99) },
+  };
+}
+
+// ---- main -------------------------------------------------------------------------------------------------------
+
+async function main() {
+  const provider = new Provider();
+  await provider.start();
+  const out: Record<string, unknown> = {
+    bench: 'scale',
+    machine: {
+      cpus: os.cpus().length,
+      totalMemGb: Math.round(os.totalmem() / 2 ** 30),
+      loadavg1mAtStart: round2(os.loadavg()[0]!),
+    },
+    options: {
+      ...opts,
+      maxCachedWorkflows: opts.cache ?? defaultWorkerTuning.maxCachedWorkflows,
+      workflowTaskConcurrency: defaultWorkerTuning.workflowTaskConcurrency,
+    },
+  };
+  const t0 = performance.now();
+  let settleRate: number | undefined;
+  try {
+    if (only.has('a')) {
+      const a: Record<string, Awaited<ReturnType<typeof sleepingSide>>> = {};
+      for (const side of sides) a[side] = await sleepingSide(side, provider, opts.intents);
+      if (a['retryq']) settleRate = opts.intents / a['retryq'].settleS;
+      const ratio = (x: number | undefined, y: number | undefined) =>
+        x !== undefined && y !== undefined ? round2(x / y) : undefined;
+      out['a_sleeping'] = {
+        ...a,
+        settleRatioVsBareTimer: ratio(a['retryq']?.settleS, a['bareTimer']?.settleS),
+        settleRatioVsBareCallThenTimer: ratio(a['retryq']?.settleS, a['bareCallThenTimer']?.settleS),
+        submitP50RatioVsWorkflowStart: ratio(a['retryq']?.startLatencyMs.p50, a['bareTimer']?.startLatencyMs.p50),
+      };
+    }
+    if (out['a_sleeping']) log(`a: ${JSON.stringify(out['a_sleeping'])}`);
+    if (only.has('b') && opts.complete > 0) {
+      out['b_throughput'] = await throughput(provider);
+      log(`b: ${JSON.stringify(out['b_throughput'])}`);
+    }
+    if (only.has('c') && opts.wake > 0) out['c_wake'] = await wakeStorm(provider, opts.wake, settleRate);
+    out['goals'] = goals(out);
+  } finally {
+    out['totalS'] = round2((performance.now() - t0) / 1000);
+    await provider.close();
+  }
+  process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+}
+
+function goals(out: Record<string, unknown>) {
+  const a = out['a_sleeping'] as
+    | (Partial<Record<Side, { workerRssMb: { settled: number }; n: number }>> & {
+        settleRatioVsBareTimer?: number;
+        submitP50RatioVsWorkflowStart?: number;
+      })
+    | undefined;
+  const b = out['b_throughput'] as { ratioMedian: number } | undefined;
+  const c = out['c_wake'] as { workflowTaskTimeouts: number; withinBudget: boolean; n: number } | undefined;
+  return {
+    ...(a?.retryq
+      ? {
+          workerRssBelow300Mb: {
+            measuredAt: a.retryq.n,
+            mb: a.retryq.workerRssMb.settled,
+            held: a.retryq.workerRssMb.settled < 300,
+          },
+        }
+      : {}),
+    ...(a?.settleRatioVsBareTimer !== undefined
+      ? { settleWithin1_2xBare: { ratio: a.settleRatioVsBareTimer, held: a.settleRatioVsBareTimer <= 1.2 } }
+      : {}),
+    ...(a?.submitP50RatioVsWorkflowStart !== undefined
+      ? {
+          submitP50Within1_2xStart: {
+            ratio: a.submitP50RatioVsWorkflowStart,
+            held: a.submitP50RatioVsWorkflowStart <= 1.2,
+          },
+        }
+      : {}),
+    ...(b ? { throughputAtLeast0_8xBare: { ratio: b.ratioMedian, held: b.ratioMedian >= 0.8 } } : {}),
+    ...(c
+      ? {
+          wakeNoTaskTimeoutsWithinBudget: {
+            measuredAt: c.n,
+            timeouts: c.workflowTaskTimeouts,
+            withinBudget: c.withinBudget,
+            held: c.workflowTaskTimeouts === 0 && c.withinBudget,
+          },
+        }
+      : {}),
+  };
+}
+
+async function cleanup() {
+  for (const child of children) child.kill('SIGKILL');
+  for (const server of servers) await server.stop(2000);
+}
+
+main().then(
+  () => cleanup(),
+  async (err: unknown) => {
+    console.error(err);
+    await cleanup();
+    process.exitCode = 1;
+  },
+);

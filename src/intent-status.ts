@@ -1,0 +1,185 @@
+/**
+ * The intent's model as the workflow sees it: the phase vocabulary, the workflow's input ({@link IntentSpec}), and
+ * the shapes of an intent's status and final outcome.
+ *
+ * Workflow-safe and deliberately light: no zod, no schema building, no tables at module load. The SDK loads the
+ * workflow's modules once per cached workflow, so whatever this module builds at load time is paid per sleeping
+ * intent. The zod schemas that validate what application code submits live in `intent.ts`, which re-exports
+ * everything here.
+ *
+ * @example
+ * ```ts
+ * import { Phase, finalPhases } from './intent-status.js';
+ * finalPhases.has(Phase.waiting); // false
+ * ```
+ */
+import type { Action, InspectionSpec } from './intent.js';
+import type { CodeRule } from './policy/code-table.js';
+
+/** Where an intent is. Final phases: `succeeded`, `failed`, `expired`, `cancelled`. */
+export const Phase = {
+  scheduled: 'scheduled',
+  dispatching: 'dispatching',
+  waiting: 'waiting',
+  inspecting: 'inspecting',
+  succeeded: 'succeeded',
+  failed: 'failed',
+  expired: 'expired',
+  cancelled: 'cancelled',
+} as const;
+export type Phase = (typeof Phase)[keyof typeof Phase];
+export const finalPhases: ReadonlySet<Phase> = new Set([Phase.succeeded, Phase.failed, Phase.expired, Phase.cancelled]);
+
+/** A JSON value (request bodies, provider results). */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+/** The full retry policy of one intent (ms inside). */
+export interface IntentPolicy {
+  maxAttempts: number;
+  baseDelayMs: number;
+  maxBackoffMs: number;
+  multiplier: number;
+  jitter: number;
+  attemptTimeoutMs: number;
+}
+
+/** What the intent workflow receives: the validated intent with absolute deadline and full policy. */
+export interface IntentSpec {
+  idempotencyKey: string;
+  credential: string;
+  action: Action;
+  /** ISO 8601. */
+  deadline: string;
+  /** ISO 8601, when the intent was submitted. */
+  submittedAt: string;
+  policy: IntentPolicy;
+  inspection?: InspectionSpec | undefined;
+  codes?: Record<string, CodeRule> | undefined;
+  /** sha256 of the payload (method, URL, body, credential): same key + other fingerprint = conflict. */
+  fingerprint: string;
+}
+
+/** What one attempt (or inspection) told us, for the status and the attempt log. */
+export interface EvidenceSummary {
+  /** HTTP status, when a response arrived. */
+  status?: number | undefined;
+  /** Provider's structured error code. */
+  code?: string | undefined;
+  /** Transport failure, when no response arrived. */
+  transport?: string | undefined;
+  /** May the request have reached the provider? */
+  sent: 'no' | 'yes' | 'unknown';
+  /** The decision's kind. */
+  decision: string;
+  /** Raw Retry-After, when the server sent one. */
+  retryAfter?: string | undefined;
+}
+
+/** The operation's state as a provider's webhook reports it. */
+export type WebhookState = 'succeeded' | 'failed' | 'pending';
+
+/**
+ * One verified webhook delivery, mapped from the provider's event: what the receiver signals to `intent:<key>`.
+ * Only mapped fields travel (never the raw body or its headers), so no signature or secret reaches history.
+ */
+export interface WebhookDelivery {
+  /** The configured source it came through (`POST /webhooks/<source>`). */
+  source: string;
+  /** The provider's delivery id: the same on every redelivery of one event. */
+  deliveryId: string;
+  /** The provider's event type, when the mapping reads one. */
+  eventType?: string | undefined;
+  state: WebhookState;
+  /** The provider's own word for the state (`completed`, `processing`, …), when the mapping read one. */
+  providerState?: string | undefined;
+  /** The operation's result (`succeeded`), when the mapping names one. */
+  result?: JsonValue | undefined;
+  /** The recorded error (`failed`), when the mapping names one. */
+  error?: { status?: number | undefined; code?: string | undefined; message?: string | undefined } | undefined;
+  /** When the receiver verified it (ISO), for people; the workflow keeps its own time. */
+  receivedAt: string;
+}
+
+/** What webhook deliveries did to an intent. */
+export interface WebhookCounts {
+  /** Distinct deliveries recorded. */
+  received: number;
+  /** Redeliveries of a delivery id already recorded: ignored. */
+  duplicates: number;
+  /** Deliveries that arrived after the intent had ended or after an earlier delivery had settled it: recorded only. */
+  late: number;
+}
+
+/** `webhook dlv_123: succeeded`: how the attempt log names a delivery. */
+export function describeWebhookEntry(w: { deliveryId: string; state: string }): string {
+  return `webhook ${w.deliveryId}: ${w.state}`;
+}
+
+/** One line of the attempt log. */
+export interface AttemptRecord {
+  kind: 'dispatch' | 'inspect' | 'webhook';
+  /** 1-based dispatch attempt number (for inspections: the attempt being inspected). */
+  attempt: number;
+  /** Workflow time the call started (ISO). */
+  startedAt: string;
+  evidence: EvidenceSummary;
+  /** When the next call was scheduled for after this one, if any (ISO). */
+  nextAt?: string | undefined;
+  /** Which floor set `nextAt`. */
+  floor?: 'server' | 'backoff' | undefined;
+  /** For `kind: 'webhook'`: which delivery, and the state it reported. */
+  webhook?: { source: string; deliveryId: string; state: WebhookState; eventType?: string | undefined } | undefined;
+}
+
+/** Something the provider may hold for us that a person or a later inspection must reconcile. */
+export interface Reservation {
+  idempotencyKey: string;
+  attempt: number;
+  reason: string;
+}
+
+/** Status of an intent, from the `status` query. */
+export interface IntentStatus {
+  idempotencyKey: string;
+  credential: string;
+  phase: Phase;
+  /** Dispatch attempts made. */
+  attempts: number;
+  maxAttempts: number;
+  inspections: number;
+  lastEvidence?: EvidenceSummary | undefined;
+  /** When the next dispatch or inspection is due (ISO). */
+  nextAttemptAt?: string | undefined;
+  /** The earliest time the server permits the next attempt (ISO), when it said so. */
+  permittedAt?: string | undefined;
+  deadline: string;
+  /** The provider's result, once succeeded. */
+  result?: JsonValue | undefined;
+  /** Why the intent ended, once final. */
+  finalReason?: string | undefined;
+  reservation?: Reservation | undefined;
+  cancelRequested?: string | undefined;
+  /** The last attempts and inspections (bounded); `attemptLogDropped` counts older ones left out. */
+  attemptLog: AttemptRecord[];
+  attemptLogDropped: number;
+  /** Webhook deliveries for this intent, once any arrived. */
+  webhooks?: WebhookCounts | undefined;
+  /** The delivery that settled the intent, when a webhook did (no inspection was needed). */
+  resolvedByWebhook?: { source: string; deliveryId: string; state: WebhookState } | undefined;
+}
+
+/** The final outcome: the workflow's result when succeeded, the details of its failure otherwise. */
+export type IntentOutcome = IntentStatus & { phase: 'succeeded' | 'failed' | 'expired' | 'cancelled' };
+
+/** `METHOD host/path` of a request, for messages and the UI: no query string (it may hold ids) and no credentials. */
+export function describeTarget(method: string, url: string): string {
+  try {
+    const u = new URL(url);
+    return `${method.toUpperCase()} ${u.host}${u.pathname}`;
+  } catch {
+    return method.toUpperCase();
+  }
+}
+
+/** Most entries kept in the attempt log. */
+export const ATTEMPT_LOG_LIMIT = 25;

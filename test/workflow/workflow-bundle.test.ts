@@ -1,0 +1,59 @@
+/**
+ * The intent workflow bundle stays light (DESIGN.md "Workflow code stays light"): the SDK loads a workflow's
+ * modules once per cached workflow, so a schema library or retryq's client-side modules in the bundle would be paid
+ * by every cached intent. These checks read the webpack bundle the workers run and fail when such a module creeps
+ * back in through any import chain.
+ */
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { cachedWorkflowBundle } from '../../src/temporal/workflow-bundle.js';
+import { intentWorkflowBundle } from '../../src/worker.js';
+
+/** The packages a bundle holds modules of (webpack names each module by its path). */
+function packagesIn(code: string): Set<string> {
+  return new Set([...code.matchAll(/"\.\/node_modules\/((?:@[^/"]+\/)?[^/"]+)\//g)].map((m) => m[1]!));
+}
+
+/** retryq's own source files in a bundle. */
+function sourcesIn(code: string): Set<string> {
+  return new Set([...code.matchAll(/"\.\/(src\/[^"]+\.ts)"/g)].map((m) => m[1]!));
+}
+
+/** The packages workflow code may pull in: the SDK's workflow side and what it depends on. */
+const allowedPackages = ['@temporalio/common', '@temporalio/workflow', 'long', 'ms', 'nexus-rpc'];
+/** retryq modules that build schemas or tables at load, or belong to clients, activities or workers. */
+const forbiddenSources = [
+  'src/intent.ts',
+  'src/config.ts',
+  'src/client.ts',
+  'src/duration.ts',
+  'src/worker.ts',
+  'src/index.ts',
+  'src/policy/index.ts',
+  'src/policy/transport-failure.ts',
+];
+
+describe('the intent workflow bundle', () => {
+  it('holds no zod and no package beyond the SDK workflow side', async () => {
+    const { code } = await intentWorkflowBundle();
+    const packages = packagesIn(code);
+    expect(packages.size).toBeGreaterThan(0);
+    expect(packages.has('zod')).toBe(false);
+    expect([...packages].filter((p) => !allowedPackages.includes(p))).toEqual([]);
+  });
+
+  it('holds none of retryq’s schema, client or worker modules', async () => {
+    const sources = sourcesIn((await intentWorkflowBundle()).code);
+    expect(sources.has('src/workflows/intent.ts')).toBe(true);
+    expect([...sources].filter((s) => forbiddenSources.includes(s) || s.startsWith('src/activities/'))).toEqual([]);
+  });
+
+  it('would be caught importing the schemas (control case)', async () => {
+    const { code } = await cachedWorkflowBundle({
+      workflowsPath: fileURLToPath(new URL('./fixtures/schema-importing-workflow.ts', import.meta.url)),
+      inputs: [fileURLToPath(new URL('./fixtures/schema-importing-workflow.ts', import.meta.url)), 'src'],
+    });
+    expect(packagesIn(code).has('zod')).toBe(true);
+    expect(sourcesIn(code).has('src/intent.ts')).toBe(true);
+  });
+});
