@@ -128,7 +128,9 @@ describe('the demo of the main job', () => {
     expect(output).toMatch(/, 0 duplicate side effects\./);
     // The lost answer is settled by the simulator's signed webhook, which arrives while the attempt hangs: no inspection.
     expect(output).toMatch(/-lost-1 +succeeded +\d+ +0 +resolved by webhook dlv_\w+ \(no inspection\)/);
-    expect(output).toMatch(/Webhooks: \d+ deliveries .* forged or stale refused \(0 accepted\), 1 intent resolved by webhook\./);
+    expect(output).toMatch(
+      /Webhooks: \d+ deliveries .* forged or stale refused \(0 accepted\), 1 intent resolved by webhook\./,
+    );
     expect(output).toMatch(/-perm-1 +failed +\d+ +0 +HTTP 403 permission_denied/);
     expect(output).toMatch(/-far-1 +expired .*past the deadline/);
   });
