@@ -10,6 +10,8 @@
  * retryq list [--phase P] [--credential C]
  * retryq cancel <key> [--reason R]
  * retryq retry-now <key>
+ * retryq credentials [--json]      per credential: budget split, gate, block, in-flight and waiting intents
+ * retryq credentials resume <id>   lift a credential's quota block and wake its waiting intents
  * retryq proxy --upstream NAME=URL  synchronous retrying proxy for idempotent reads
  * retryq sim [--scenario FILE]      the simulated provider
  * retryq webhooks [--port N]        the webhook receiver (POST /webhooks/<source>)
@@ -27,16 +29,27 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
-import { IdempotencyConflict, IntentNotFound, IntentValidationError, RetryqClient } from './client.js';
-import { ConfigError, loadConfig, resolveSecrets, resolveWebhookSecrets } from './config.js';
+import { RetryqClient } from './client.js';
+import { loadConfig, resolveSecrets, resolveWebhookSecrets } from './config.js';
 import type { RetryqConfig } from './config.js';
 import { startDev } from './dev.js';
 import { describeWebhookEntry } from './intent.js';
+import { untilStopped } from './stop-signals.js';
 import type { IntentInput, IntentStatus } from './intent.js';
+import { evidenceText } from './policy/index.js';
 import { projectRoot, resolveTemporalCli, resolveTestServer } from './temporal/binaries.js';
-import { TemporalUnreachable, connectClient, connectWorker } from './temporal/connect.js';
+import {
+  ConfigError,
+  CredentialNotFoundError,
+  IdempotencyConflictError,
+  IntentNotFoundError,
+  IntentValidationError,
+  RetryqError,
+  UsageError,
+} from './errors.js';
+import { connectClient, connectWorker } from './temporal/connect.js';
 import { installRuntime } from './temporal/runtime.js';
-import { PortInUse, ServerExited, assertPortFree } from './temporal/server-process.js';
+import { assertPortFree } from './temporal/server-process.js';
 import { createWorkers } from './worker.js';
 import { runDemo } from './demo/run.js';
 import {
@@ -51,16 +64,19 @@ import {
 } from './demo/scenario.js';
 import { runProviderSimCli, startProviderSim } from './sim/index.js';
 import { proxyCommand } from './proxy/command.js';
-import { WebhooksUsageError, webhooksCommand } from './webhooks/command.js';
+import { webhooksCommand } from './webhooks/command.js';
 import { WebhookReceiver } from './webhooks/receiver.js';
 import { startWebhookServer } from './webhooks/server.js';
 import type { WebhookServer } from './webhooks/server.js';
+import { LoadMetrics, serveMetrics } from './load-control/metrics.js';
+import {
+  credentialLine,
+  credentialsReport,
+  formatCredentials,
+  resumeCredential,
+} from './load-control/credentials-report.js';
 
 export const ExitCode = { ok: 0, failure: 1, usage: 2, notFound: 3, conflict: 4, config: 78 } as const;
-
-class UsageError extends Error {
-  override readonly name = 'UsageError';
-}
 
 type Out = { out: (s: string) => void; err: (s: string) => void };
 const io: Out = { out: (s) => process.stdout.write(s + '\n'), err: (s) => process.stderr.write(s + '\n') };
@@ -80,28 +96,6 @@ function parse<T extends NonNullable<ParseArgsConfig['options']>>(argv: string[]
     if (err instanceof UsageError) throw err;
     throw new UsageError((err as Error).message);
   }
-}
-
-/**
- * Waits for SIGINT/SIGTERM. A terminal's Ctrl-C reaches every process of the group (npm, tsx, node), and tsx
- * relays it too, so the same signal may arrive twice at once: only a signal more than a second after the first
- * counts as "stop now, without draining".
- */
-function untilSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    let firstAt = 0;
-    const onSignal = (sig: NodeJS.Signals) => {
-      if (firstAt === 0) {
-        firstAt = Date.now();
-        resolve(sig);
-      } else if (Date.now() - firstAt > 1000) {
-        process.stderr.write('Second signal: exiting without draining.\n');
-        process.exit(sig === 'SIGINT' ? 130 : 143);
-      }
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
-  });
 }
 
 const DEV_HELP = `retryq dev — start Temporal (dev server + Web UI, unless TEMPORAL_ADDRESS is set), the retryq workers and,
@@ -149,10 +143,13 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
     webhookSecrets.set(DEMO_WEBHOOK_SOURCE, [DEMO_WEBHOOK_SECRET]);
   }
   let dev: Awaited<ReturnType<typeof startDev>>;
+  // Off unless asked for: a dev session should not take a fixed port of its own accord.
+  const metrics = await startMetrics(config.metricsPort ?? 0);
   try {
-    dev = await startDev({ config: devConfig, secrets, log: io.err });
+    dev = await startDev({ config: devConfig, secrets, log: io.err, metrics: metrics.metrics });
   } catch (err) {
     await sim?.close();
+    await metrics.close();
     throw err;
   }
   // The webhook receiver: on the configured port when sources are configured, else (demo only) on a free port.
@@ -221,6 +218,14 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
       tty: Boolean(process.stdout.isTTY),
       signal: stopDemo.signal,
       ...(receiver ? { webhooks: receiver.metrics } : {}),
+      loadControl: async () => {
+        const [row] = await credentialsReport({
+          client: dev.client,
+          prefix: config.taskQueuePrefix,
+          credentials: [demoCredential()],
+        });
+        return row ? credentialLine(row) : undefined;
+      },
     }).then(
       () => {
         if (stopDemo.signal.aborted) return;
@@ -233,12 +238,13 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
       (err: unknown) => io.err(`Demo stopped: ${err instanceof Error ? err.message : String(err)}`),
     );
   }
-  const first = await Promise.race([untilSignal().then(() => 'signal' as const), failed]);
+  const first = await Promise.race([untilStopped({ exitOnSecondSignal: true }).then(() => 'signal' as const), failed]);
   stopDemo.abort();
   io.err(first === 'signal' ? 'Stopping: draining workers…' : 'The workers stopped; shutting down…');
   await hooks?.close();
   await dev.stop();
   await sim?.close();
+  await metrics.close();
   io.err('Stopped.');
   if (workerError !== undefined) throw workerError instanceof Error ? workerError : new Error('worker failed');
   return ExitCode.ok;
@@ -247,7 +253,7 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
 function positiveInt(flag: string, value: string): number {
   const n = Number(value);
   if (!/^\d+$/.test(value) || n < 1)
-    throw new UsageError(`${flag} must be a positive integer (got ${JSON.stringify(value)})`);
+    throw new UsageError({ path: flag, message: 'must be a positive integer', received: value });
   return n;
 }
 
@@ -260,16 +266,35 @@ async function cmdWorker(argv: string[], config: RetryqConfig): Promise<number> 
   installRuntime({ level: 'INFO' });
   const secrets = resolveSecrets(config.credentials);
   const connection = await connectWorker(config.temporal);
-  const workers = await createWorkers({ config, connection, secrets });
+  const metrics = await startMetrics(config.metricsPort ?? 9464);
+  const workers = await createWorkers({ config, connection, secrets, metrics: metrics.metrics });
   const running = workers.run();
   io.err(
     `retryq workers polling ${config.temporal.address} (namespace ${config.temporal.namespace}); Ctrl-C to drain and stop.`,
   );
-  await Promise.race([untilSignal(), running]);
+  await Promise.race([untilStopped({ exitOnSecondSignal: true }), running]);
   workers.shutdown();
   await running;
   await connection.close();
+  await metrics.close();
   return ExitCode.ok;
+}
+
+/** The workers' Prometheus endpoint (RETRYQ_METRICS_PORT); a port already in use is reported, not fatal. */
+async function startMetrics(port: number): Promise<{ metrics: LoadMetrics; close: () => Promise<void> }> {
+  const metrics = new LoadMetrics({ processMetrics: true });
+  if (port === 0) return { metrics, close: () => Promise.resolve() };
+  try {
+    const server = await serveMetrics(metrics, port);
+    io.err(`Worker metrics (Prometheus): http://localhost:${port}/metrics`);
+    return { metrics, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  } catch (err) {
+    io.err(
+      `retryq: no metrics endpoint: port ${port} is not available (${(err as Error).message}); ` +
+        'set RETRYQ_METRICS_PORT to a free port, or 0 to turn the endpoint off. The workers run anyway.',
+    );
+    return { metrics, close: () => Promise.resolve() };
+  }
 }
 
 async function withClient<T>(config: RetryqConfig, fn: (rq: RetryqClient) => Promise<T>): Promise<T> {
@@ -344,7 +369,7 @@ async function cmdSubmit(argv: string[], config: RetryqConfig): Promise<number> 
     const headers = { ...((action['headers'] as Record<string, string> | undefined) ?? {}) };
     for (const h of values.header) {
       const i = h.indexOf(':');
-      if (i <= 0) throw new UsageError(`--header must look like 'Name: value' (got ${JSON.stringify(h)})`);
+      if (i <= 0) throw new UsageError({ path: '--header', message: "must look like 'Name: value'", received: h });
       headers[h.slice(0, i).trim()] = h.slice(i + 1).trim();
     }
     action['headers'] = headers;
@@ -386,9 +411,7 @@ export function formatStatus(s: IntentStatus): string {
   if (s.permittedAt) lines.push(`permitted   ${s.permittedAt} (server)`);
   if (s.lastEvidence) {
     const e = s.lastEvidence;
-    lines.push(
-      `last        ${e.status !== undefined ? `HTTP ${e.status}` : `transport ${e.transport ?? '?'}`}${e.code ? ` ${e.code}` : ''} → ${e.decision}${e.retryAfter ? ` (Retry-After ${e.retryAfter})` : ''}`,
-    );
+    lines.push(`last        ${evidenceText(e)} → ${e.decision}${e.retryAfter ? ` (Retry-After ${e.retryAfter})` : ''}`);
   }
   if (s.reservation) lines.push(`reservation ${s.reservation.reason}`);
   if (s.cancelRequested) lines.push(`cancelled   ${s.cancelRequested}`);
@@ -403,7 +426,7 @@ export function formatStatus(s: IntentStatus): string {
       }
       lines.push(
         `  ${a.startedAt}  ${a.kind === 'dispatch' ? `attempt ${a.attempt}` : `inspect ${a.attempt}`}  ` +
-          `${e.status !== undefined ? e.status : e.transport}${e.code ? ` ${e.code}` : ''} → ${e.decision}` +
+          `${evidenceText(e)} → ${e.decision}` +
           (a.nextAt ? `, next ${a.nextAt} (${a.floor})` : ''),
       );
     }
@@ -438,7 +461,8 @@ async function cmdList(argv: string[], config: RetryqConfig): Promise<number> {
     return ExitCode.ok;
   }
   const limit = values.limit === undefined ? 100 : Number(values.limit);
-  if (!Number.isInteger(limit) || limit < 1) throw new UsageError('--limit must be a positive integer');
+  if (!Number.isInteger(limit) || limit < 1)
+    throw new UsageError({ path: '--limit', message: 'must be a positive integer', received: values.limit });
   return withClient(config, async (rq) => {
     const rows = await rq.list({
       ...(values.phase ? { phase: values.phase } : {}),
@@ -487,6 +511,55 @@ async function cmdRetryNow(argv: string[], config: RetryqConfig): Promise<number
   });
 }
 
+const CREDENTIALS_HELP = `retryq credentials [--json]       each configured credential's load control: its budget split,
+                                  gate (rate limited until when, and why), block, in-flight and waiting intents
+retryq credentials resume <id>    lift the block a quota or spending-limit answer set on a credential (do this once
+                                  the limit is raised or the period renewed); its waiting intents are woken at once`;
+
+async function cmdCredentials(argv: string[], config: RetryqConfig): Promise<number> {
+  const { values, positionals } = parse(argv, { json: { type: 'boolean' } }, 2);
+  if (values.help) {
+    io.out(CREDENTIALS_HELP);
+    return ExitCode.ok;
+  }
+  const [sub, id] = positionals;
+  if (sub !== undefined && sub !== 'resume')
+    throw new UsageError(
+      `unknown credentials command "${sub}"; use \`retryq credentials\` or \`retryq credentials resume <id>\``,
+    );
+  if (sub === 'resume') {
+    if (!id) throw new UsageError('credentials resume needs a credential id: retryq credentials resume <id>');
+    return withClient(config, async (rq) => {
+      try {
+        const r = await resumeCredential({ client: rq.client, prefix: config.taskQueuePrefix, credential: id });
+        if (values.json) io.out(JSON.stringify({ credential: id, ...r }));
+        else
+          io.out(
+            r.wasBlocked
+              ? `Credential ${id} resumed (it was blocked since ${r.wasBlocked.since}: ${r.wasBlocked.reason}); woke ${r.woken} waiting intent${r.woken === 1 ? '' : 's'}.`
+              : `Credential ${id} was not blocked; woke ${r.woken} waiting intent${r.woken === 1 ? '' : 's'} anyway.`,
+          );
+        return ExitCode.ok;
+      } catch (err) {
+        if (err instanceof CredentialNotFoundError) {
+          io.err(`retryq: ${err.message}`);
+          return ExitCode.notFound;
+        }
+        throw err;
+      }
+    });
+  }
+  return withClient(config, async (rq) => {
+    const rows = await credentialsReport({
+      client: rq.client,
+      prefix: config.taskQueuePrefix,
+      credentials: config.credentials,
+    });
+    io.out(values.json ? JSON.stringify(rows, null, 2) : formatCredentials(rows));
+    return ExitCode.ok;
+  });
+}
+
 async function cmdDoctor(argv: string[]): Promise<number> {
   const { values } = parse(argv, { json: { type: 'boolean' } });
   const cli = await resolveTemporalCli({ log: io.err });
@@ -509,7 +582,9 @@ const COMMANDS: Record<string, (argv: string[], config: RetryqConfig) => Promise
   list: cmdList,
   cancel: cmdCancel,
   'retry-now': cmdRetryNow,
-  webhooks: (argv, config) => webhooksCommand(argv, config, { out: io.out, err: io.err, untilSignal }),
+  credentials: cmdCredentials,
+  webhooks: (argv, config) =>
+    webhooksCommand(argv, config, { out: io.out, err: io.err, untilSignal: () => untilStopped() }),
 };
 
 const HELP = `retryq — a durable retry queue for outbound API actions, on Temporal
@@ -522,6 +597,7 @@ Commands:
   list         list intents (--phase, --credential)
   cancel KEY   stop further dispatch (--reason)
   retry-now KEY  end the current wait early (never before the server permits)
+  credentials  load control per credential (budget, gate, block); \`credentials resume ID\` lifts a block
   proxy        synchronous retrying proxy for idempotent reads (see \`retryq proxy --help\`)
   sim          the simulated provider (see \`retryq sim --help\`)
   webhooks     the webhook receiver (see \`retryq webhooks --help\`)
@@ -550,33 +626,23 @@ export async function main(argv: string[]): Promise<number> {
     if (!run) throw new UsageError(`unknown command "${command}"; run \`retryq help\``);
     return await run(rest, loadConfig());
   } catch (err) {
-    if (err instanceof UsageError || err instanceof WebhooksUsageError) {
-      io.err(`retryq: ${err.message}`);
-      return ExitCode.usage;
-    }
-    if (err instanceof ConfigError) {
-      io.err(err.message);
-      return ExitCode.config;
-    }
-    if (err instanceof IntentValidationError) {
-      io.err(err.message);
-      return ExitCode.usage;
-    }
-    if (err instanceof IntentNotFound) {
-      io.err(`retryq: ${err.message}`);
-      return ExitCode.notFound;
-    }
-    if (err instanceof IdempotencyConflict) {
-      io.err(`retryq: ${err.message}`);
-      return ExitCode.conflict;
-    }
-    if (err instanceof TemporalUnreachable || err instanceof PortInUse || err instanceof ServerExited) {
-      io.err(`retryq: ${err.message}`);
+    if (!(err instanceof RetryqError)) {
+      io.err(`retryq: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
       return ExitCode.failure;
     }
-    io.err(`retryq: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-    return ExitCode.failure;
+    // Problem lists start with their own heading; single-sentence errors get the command's name.
+    io.err(err instanceof ConfigError || err instanceof IntentValidationError ? err.message : `retryq: ${err.message}`);
+    return exitCodeOf(err);
   }
+}
+
+/** The exit code of each error a user can reach. */
+function exitCodeOf(err: RetryqError): number {
+  if (err instanceof UsageError || err instanceof IntentValidationError) return ExitCode.usage;
+  if (err instanceof ConfigError) return ExitCode.config;
+  if (err instanceof IntentNotFoundError) return ExitCode.notFound;
+  if (err instanceof IdempotencyConflictError) return ExitCode.conflict;
+  return ExitCode.failure;
 }
 
 if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('/src/cli.ts')) {

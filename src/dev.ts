@@ -24,6 +24,7 @@ import { connectClient, connectWorker } from './temporal/connect.js';
 import { registerSearchAttributes } from './temporal/register-search-attributes.js';
 import { startDevServer } from './temporal/server-process.js';
 import type { ManagedServer } from './temporal/server-process.js';
+import type { LoadMetrics } from './load-control/metrics.js';
 import { createWorkers } from './worker.js';
 import type { RetryqWorkers } from './worker.js';
 
@@ -32,6 +33,8 @@ export interface DevOptions {
   /** Secrets by credential id. @default read from each credential's `secretEnv` */
   secrets?: ReadonlyMap<string, string>;
   log: (line: string) => void;
+  /** Load-control metrics of the workers. */
+  metrics?: LoadMetrics;
 }
 
 export interface DevSession {
@@ -76,7 +79,12 @@ export async function startDev(opts: DevOptions): Promise<DevSession> {
     const added = await registerSearchAttributes(clientConnection, config.temporal.namespace);
     if (added.length > 0) log(`Registered search attributes: ${added.join(', ')}`);
     connection = await connectWorker(config.temporal);
-    const workers = await createWorkers({ config, connection, secrets });
+    const workers = await createWorkers({
+      config,
+      connection,
+      secrets,
+      ...(opts.metrics ? { metrics: opts.metrics } : {}),
+    });
     const running = workers.run();
     let stopping: Promise<void> | undefined;
     const stop = () =>

@@ -27,6 +27,7 @@ import {
 } from '@temporalio/common';
 import type { Decision } from './policy/classify.js';
 import type { Evidence, Purpose, Sent, TransportFailure } from './policy/evidence.js';
+import { describeEvidence } from './policy/evidence-text.js';
 
 /** `ApplicationFailure.type` of every failure an activity raises about a provider call. */
 export const FailureType = {
@@ -38,6 +39,11 @@ export const FailureType = {
   Permanent: 'Permanent',
   /** A write may have reached the provider and got no definite answer: inspect before anything else. */
   OutcomeUnknown: 'OutcomeUnknown',
+  /**
+   * Not sent: the credential's load control held the call (its gate is closed after a rate limit, its pacer has no
+   * slot soon enough, or it is blocked after a quota answer). Not an attempt; the details carry a {@link CredentialHold}.
+   */
+  CredentialHeld: 'CredentialHeld',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 const failureTypes: ReadonlySet<string> = new Set(Object.values(FailureType));
@@ -128,18 +134,6 @@ export function failureTypeOf(decision: Exclude<Decision, { kind: 'success' }>):
   }
 }
 
-/** One line for people: `HTTP 429 rate_limit_exceeded (Retry-After: 120)` or `connection refused (not sent)`. */
-export function describeEvidence(e: Evidence): string {
-  const parts: string[] = [];
-  if (e.status !== undefined) parts.push(`HTTP ${e.status}`);
-  else parts.push(e.transport === 'refused' ? 'connection refused' : `transport ${e.transport ?? 'failure'}`);
-  if (e.code) parts.push(e.code);
-  const retryAfter = e.headers?.['retry-after'];
-  if (retryAfter !== undefined) parts.push(`(Retry-After: ${retryAfter.slice(0, 40)})`);
-  if (e.status === undefined) parts.push(e.sent === 'no' ? '(not sent)' : '(may have been sent)');
-  return parts.join(' ');
-}
-
 /**
  * Builds the failure an activity throws for a non-success decision. Non-retryable: the workflow owns retries
  * (and the dispatch activity runs with `maximumAttempts: 1` anyway). Expected conditions (rate limits,
@@ -189,4 +183,67 @@ export function evidenceFromFailure(err: unknown, method: string, purpose: 'disp
     return { method, purpose, transport: 'timeout', sent: neverStarted ? 'no' : 'unknown' };
   }
   return { method, purpose, transport: 'other', sent: 'unknown' };
+}
+
+/** Why a call was held by the credential's load control (the second detail of a `CredentialHeld` failure). */
+export type CredentialHold =
+  | {
+      /** `rate_limited`: the gate is closed after a rate-limit answer; `paced`: no send slot within the horizon. */
+      kind: 'rate_limited' | 'paced';
+      credential: string;
+      /** How long from the moment the activity gave up until the gate opens / the slot comes (ms). */
+      holdMs: number;
+      /** Place among the calls held by the same floor (spreads their wake-ups). */
+      rank: number;
+      /** The rate held calls may be released at (the credential's dispatch or inspection budget per minute). */
+      perMinute: number;
+      /** What closed the gate, for people. */
+      why?: string | undefined;
+    }
+  | {
+      kind: 'blocked';
+      credential: string;
+      /** Why the credential is blocked (the quota or spending-limit answer). */
+      reason: string;
+      /** ISO time it was blocked. */
+      since: string;
+    };
+
+/** The failure an activity throws when load control held its call: nothing was sent, it is not an attempt. */
+export function credentialHeldFailure(
+  hold: CredentialHold,
+  method: string,
+  purpose: 'dispatch' | 'inspect',
+): ApplicationFailure {
+  const evidence: Evidence = { method, purpose, sent: 'no', transport: 'other', code: 'credential_held' };
+  const message =
+    hold.kind === 'blocked'
+      ? `credential ${hold.credential} is blocked (${hold.reason}); not sent`
+      : hold.kind === 'rate_limited'
+        ? `credential ${hold.credential} is rate limited for ${Math.ceil(hold.holdMs / 1000)} s more; not sent`
+        : `credential ${hold.credential} has no send slot for ${Math.ceil(hold.holdMs / 1000)} s; not sent`;
+  return ApplicationFailure.create({
+    type: FailureType.CredentialHeld,
+    message,
+    nonRetryable: true,
+    details: [{ evidence } satisfies FailureDetails, hold],
+    category: ApplicationFailureCategory.BENIGN,
+  });
+}
+
+/** The hold carried by a `CredentialHeld` activity failure, or `undefined` for any other error. No zod: workflow-safe. */
+export function holdFromFailure(err: unknown): CredentialHold | undefined {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (!(cause instanceof ApplicationFailure) || cause.type !== FailureType.CredentialHeld) return undefined;
+  const hold = cause.details?.[1] as Partial<CredentialHold> | undefined;
+  if (!hold || typeof hold !== 'object' || typeof hold.credential !== 'string') return undefined;
+  if (hold.kind === 'blocked' && typeof hold.reason === 'string' && typeof hold.since === 'string')
+    return hold as CredentialHold;
+  if ((hold.kind === 'rate_limited' || hold.kind === 'paced') && typeof hold.holdMs === 'number' && hold.holdMs >= 0)
+    return {
+      ...(hold as CredentialHold),
+      rank: typeof hold.rank === 'number' ? hold.rank : 0,
+      perMinute: typeof hold.perMinute === 'number' && hold.perMinute > 0 ? hold.perMinute : 60,
+    } as CredentialHold;
+  return undefined;
 }

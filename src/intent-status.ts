@@ -131,6 +131,19 @@ export interface AttemptRecord {
   webhook?: { source: string; deliveryId: string; state: WebhookState; eventType?: string | undefined } | undefined;
 }
 
+/** Why the credential's load control holds an intent (see docs/load-control.md). */
+export interface HeldBy {
+  credential: string;
+  /** `rate_limited`: its gate is closed after a rate limit; `paced`: its budget has no slot sooner; `blocked`: a quota answer blocked it until resumed. */
+  reason: 'rate_limited' | 'paced' | 'blocked';
+  /** When the gate opens or the slot comes (ISO), for `rate_limited` and `paced`. */
+  until?: string | undefined;
+  /** What closed the gate or blocked the credential, for people. */
+  why?: string | undefined;
+  /** ISO time the credential was blocked. */
+  since?: string | undefined;
+}
+
 /** Something the provider may hold for us that a person or a later inspection must reconcile. */
 export interface Reservation {
   idempotencyKey: string;
@@ -159,6 +172,8 @@ export interface IntentStatus {
   finalReason?: string | undefined;
   reservation?: Reservation | undefined;
   cancelRequested?: string | undefined;
+  /** While the credential's load control holds this intent's next call (nothing sent, not an attempt): why. */
+  held?: HeldBy | undefined;
   /** The last attempts and inspections (bounded); `attemptLogDropped` counts older ones left out. */
   attemptLog: AttemptRecord[];
   attemptLogDropped: number;

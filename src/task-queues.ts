@@ -16,6 +16,11 @@ export interface TaskQueues {
   actions: (credential: string) => string;
   /** Inspection activities of one credential: separate capacity, so inspections are never starved. */
   inspect: (credential: string) => string;
+  /**
+   * The credentials' load-control entity workflows: their own queue, so that handing out send slots never waits
+   * behind a burst of intent workflow tasks.
+   */
+  credentials: string;
 }
 
 /** @param prefix @default 'retryq' */
@@ -24,5 +29,6 @@ export function taskQueues(prefix = 'retryq'): TaskQueues {
     workflows: `${prefix}.workflows`,
     actions: (credential) => `${prefix}.actions.${credential}`,
     inspect: (credential) => `${prefix}.inspect.${credential}`,
+    credentials: `${prefix}.credentials`,
   };
 }

@@ -2,10 +2,13 @@
  * `retryq/worker`: retryq's workers for the task-queue topology, and the configuration they run from.
  *
  * - one worker on `<prefix>.workflows` for the intent workflows;
- * - per credential, one worker on `<prefix>.actions.<credential>` running the dispatch activity, rate-limited
- *   across all workers by Temporal's task-queue rate limit (`requestsPerMinute`), with `concurrency` slots;
- * - per credential, one worker on `<prefix>.inspect.<credential>` running the inspection activity, with its own
- *   rate limit and slots, so a pile of rejected dispatches can never starve the inspections that resolve them.
+ * - per credential, one worker on `<prefix>.actions.<credential>` running the dispatch activity with `concurrency`
+ *   slots, and one on `<prefix>.inspect.<credential>` running the inspection activity with `inspectConcurrency`
+ *   slots, so a pile of rejected dispatches can never take the slots of the inspections that resolve them;
+ * - load control per credential (docs/load-control.md): every call waits for a send slot from the credential's
+ *   entity workflow, which paces dispatches and inspections inside one budget (`requestsPerMinute`, the
+ *   inspection reserve inside it) across all worker processes, and holds them while the credential's gate is
+ *   closed after a rate limit or the credential is blocked after a quota answer.
  *
  * `npx retryq worker` does exactly what the example does. The intent workflow's bundle is built with webpack on
  * first use and cached on disk (`node_modules/.cache/retryq`), keyed by the code it contains.
@@ -27,21 +30,27 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Client } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import type { NativeConnection, WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { Agent } from 'undici';
 import type { Dispatcher } from 'undici';
 import { createActivities } from './activities/index.js';
 import type { CredentialStore } from './activities/index.js';
-import { ConfigError, defaultWorkerTuning, workerTuningSchema } from './config.js';
+import { budgetOf, defaultWorkerTuning, workerTuningSchema } from './config.js';
+import { ConfigError } from './errors.js';
 import type { CredentialConfig, RetryqConfig, WorkerTuning } from './config.js';
+import { CredentialGates } from './load-control/credential-gates.js';
+import type { LoadMetrics } from './load-control/metrics.js';
 import { cachedWorkflowBundle } from './temporal/workflow-bundle.js';
 import { taskQueues } from './task-queues.js';
 
-export { ConfigError, CONFIG_VARIABLES, loadConfig, resolveSecrets } from './config.js';
-export type { ConfigProblem, CredentialConfig, RetryqConfig, TemporalConfig, WorkerTuning } from './config.js';
+export { CONFIG_VARIABLES, loadConfig, resolveSecrets } from './config.js';
+export type { CredentialConfig, RetryqConfig, TemporalConfig, WorkerTuning } from './config.js';
 export { defaultWorkerTuning } from './config.js';
-export { TemporalUnreachable, connectWorker } from './temporal/connect.js';
+export { ConfigError, TemporalUnreachableError } from './errors.js';
+export type { Problem } from './errors.js';
+export { connectWorker } from './temporal/connect.js';
 export { taskQueues } from './task-queues.js';
 export type { TaskQueues } from './task-queues.js';
 
@@ -87,10 +96,20 @@ export interface WorkerSetup {
   workflowBundle?: WorkflowBundleWithSourceMap;
   /** Which roles to run. @default all three */
   roles?: { workflows?: boolean; actions?: boolean; inspect?: boolean };
+  /**
+   * Load control per credential (shared budget, gate and block across all processes). `false` turns it off: each
+   * intent then retries on its own, paced only by Temporal's task-queue rate limits (the benchmark's baseline).
+   * @default true
+   */
+  loadControl?: boolean;
+  /** Where load control counts (Prometheus). @default none */
+  metrics?: LoadMetrics;
 }
 
 export interface RetryqWorkers {
   readonly workers: readonly Worker[];
+  /** This process's load control, when on. */
+  readonly gates: CredentialGates | undefined;
   /** Runs every worker until {@link shutdown}; rejects if any worker fails. */
   run(): Promise<void>;
   /** Starts a graceful shutdown: stop polling, let in-flight tasks finish (drain). */
@@ -105,11 +124,7 @@ export function workerTuningOf(tuning: Partial<WorkerTuning> = {}): WorkerTuning
     parsed.error.issues.map((issue) => {
       const field = String(issue.path[0] ?? '');
       const value = (tuning as Record<string, unknown>)[field];
-      return {
-        variable: `worker.${field}`,
-        value: value === undefined ? undefined : JSON.stringify(value),
-        rule: issue.message,
-      };
+      return { path: `worker.${field}`, message: issue.message, ...(value === undefined ? {} : { received: value }) };
     }),
   );
 }
@@ -121,25 +136,40 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
   const namespace = config.temporal.namespace;
   const queues = taskQueues(config.taskQueuePrefix);
   const http = setup.http ?? new Agent({ keepAliveTimeout: 10_000, connections: 64 });
+  const loadControl = setup.loadControl ?? true;
+  const gates = loadControl
+    ? new CredentialGates({
+        client: new Client({ connection, namespace }),
+        prefix: config.taskQueuePrefix,
+        budgets: new Map(config.credentials.map((c) => [c.id, budgetOf(c)])),
+        ...(setup.clock ? { clock: setup.clock } : {}),
+        metrics: setup.metrics,
+      })
+    : undefined;
   const activities = createActivities({
     http,
     credentials: credentialStore(config.credentials, setup.secrets),
     clock: setup.clock ?? Date.now,
+    gates,
   });
   const roles = { workflows: true, actions: true, inspect: true, ...setup.roles };
   const workers: Worker[] = [];
   if (roles.workflows) {
+    const workflowBundle = setup.workflowBundle ?? (await intentWorkflowBundle());
     workers.push(
       await Worker.create({
         connection,
         namespace,
         taskQueue: queues.workflows,
-        workflowBundle: setup.workflowBundle ?? (await intentWorkflowBundle()),
+        workflowBundle,
         // Set, not derived from the heap: memory stays bounded however many intents sleep (docs/operations.md).
         maxCachedWorkflows: tuning.maxCachedWorkflows,
         maxConcurrentWorkflowTaskExecutions: tuning.workflowTaskConcurrency,
       }),
     );
+    // The credentials' entity workflows, on their own queue: a burst of intent tasks never delays a send slot.
+    if (loadControl)
+      workers.push(await Worker.create({ connection, namespace, taskQueue: queues.credentials, workflowBundle }));
   }
   for (const c of config.credentials) {
     if (roles.actions)
@@ -150,8 +180,8 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
           taskQueue: queues.actions(c.id),
           activities: { dispatch: activities.dispatch },
           maxConcurrentActivityTaskExecutions: c.concurrency,
-          // Server-side, across every worker polling this queue: the credential's request budget.
-          maxTaskQueueActivitiesPerSecond: c.requestsPerMinute / 60,
+          // Without load control: Temporal's task-queue rate limit (applied per partition: rate ÷ partitions).
+          ...(loadControl ? {} : { maxTaskQueueActivitiesPerSecond: budgetOf(c).dispatchPerMinute / 60 }),
         }),
       );
     if (roles.inspect)
@@ -162,12 +192,13 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
           taskQueue: queues.inspect(c.id),
           activities: { inspect: activities.inspect },
           maxConcurrentActivityTaskExecutions: c.inspectConcurrency,
-          maxTaskQueueActivitiesPerSecond: c.inspectRequestsPerMinute / 60,
+          ...(loadControl ? {} : { maxTaskQueueActivitiesPerSecond: budgetOf(c).inspectPerMinute / 60 }),
         }),
       );
   }
   return {
     workers,
+    gates,
     run: async () => {
       await Promise.all(workers.map((w) => w.run()));
       if (!setup.http) await http.close();

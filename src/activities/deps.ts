@@ -1,7 +1,9 @@
 /** What the activities need from the worker process, injected by `createActivities` (tests pass their own). */
 import type { Dispatcher } from 'undici';
-import { dispatchFailure } from '../failures.js';
-import type { Evidence, Purpose } from '../policy/index.js';
+import { credentialHeldFailure, dispatchFailure } from '../failures.js';
+import { describeEvidence } from '../policy/evidence-text.js';
+import type { CredentialGates } from '../load-control/credential-gates.js';
+import type { Decision, Evidence, Purpose } from '../policy/index.js';
 
 /** Turns a credential id into the request headers that authenticate it. Secrets stay inside. */
 export interface CredentialStore {
@@ -17,6 +19,63 @@ export interface ActivityDeps {
   clock: () => number;
   /** @default 'retryq' */
   userAgent?: string;
+  /** Load control per credential (send slots, the shared gate, blocks). Without it every call is sent at once. */
+  gates?: CredentialGates | undefined;
+}
+
+/**
+ * How long an activity waits for its report to reach the credential's entity before it returns anyway (the report
+ * goes on in the background, ahead of this process's next slot request; this process's own gate is closed already).
+ * The intent's own wait counts from when its workflow sees the answer, so a slow report must not delay that.
+ */
+export const REPORT_WAIT_MS = 500;
+
+function settledOrAfter(report: Promise<void>): Promise<void> {
+  return Promise.race([report, new Promise<void>((resolve) => setTimeout(resolve, REPORT_WAIT_MS).unref())]);
+}
+
+/** How long a rate-limit answer without a usable `Retry-After` closes the credential's gate. */
+export const GATE_FLOOR_MS = 2_000;
+
+/**
+ * Waits for the credential's load control to let a call through; throws the `CredentialHeld` failure (nothing sent,
+ * not an attempt) when it holds the call instead.
+ */
+export async function admitCall(
+  deps: ActivityDeps,
+  credential: string,
+  method: string,
+  purpose: Purpose,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  if (!deps.gates) return;
+  const admission = await deps.gates.admit(credential, purpose, signal);
+  if (admission.kind === 'held') throw credentialHeldFailure(admission.hold, method, purpose);
+}
+
+/**
+ * Tells load control what an answer means for the whole credential: a rate limit closes its gate until the permitted
+ * time (every process); a quota or spending-limit answer blocks its dispatches until an operator resumes it.
+ */
+export async function reportToGates(
+  deps: ActivityDeps,
+  credential: string,
+  purpose: Purpose,
+  evidence: Evidence,
+  decision: Decision,
+): Promise<void> {
+  if (!deps.gates) return;
+  if (decision.kind === 'rate_limited') {
+    const ra = decision.retryAfter;
+    const now = deps.clock();
+    const delayMs =
+      ra.kind === 'delay' || ra.kind === 'date' ? Math.max(0, ra.notBefore.getTime() - now) : GATE_FLOOR_MS;
+    await settledOrAfter(
+      deps.gates.rateLimited(credential, purpose, delayMs > 0 ? delayMs : GATE_FLOOR_MS, describeEvidence(evidence)),
+    );
+  } else if (decision.kind === 'permanent' && decision.reason === 'quota' && purpose === 'dispatch') {
+    await settledOrAfter(deps.gates.blocked(credential, describeEvidence(evidence), evidence.code));
+  }
 }
 
 /**

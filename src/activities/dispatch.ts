@@ -12,7 +12,7 @@ import type { Action, JsonValue } from '../intent.js';
 import { classify, defaultCodeTable, mergeCodeTables } from '../policy/index.js';
 import type { CodeTable } from '../policy/index.js';
 import { callProvider, secretsOf } from './provider-call.js';
-import { credentialHeaders } from './deps.js';
+import { admitCall, credentialHeaders, reportToGates } from './deps.js';
 import type { ActivityDeps } from './deps.js';
 
 export interface DispatchInput {
@@ -50,6 +50,7 @@ export function makeDispatch(deps: ActivityDeps) {
     };
     if (action.body !== undefined) headers['content-type'] ??= 'application/json';
     const auth = credentialHeaders(deps, input.credential, action.method, 'dispatch', target);
+    await admitCall(deps, input.credential, action.method, 'dispatch', Context.current().cancellationSignal);
     const outcome = await callProvider({
       dispatcher: deps.http,
       method: action.method,
@@ -63,6 +64,7 @@ export function makeDispatch(deps: ActivityDeps) {
       redact: secretsOf(auth),
     });
     const decision = classify(outcome.evidence, { codes, now: new Date(deps.clock()) });
+    await reportToGates(deps, input.credential, 'dispatch', outcome.evidence, decision);
     if (decision.kind === 'success' && outcome.kind === 'response') {
       return {
         status: outcome.evidence.status ?? 200,

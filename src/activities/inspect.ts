@@ -11,7 +11,7 @@ import type { InspectionSpec, JsonValue } from '../intent.js';
 import { classifyInspection, defaultCodeTable, mergeCodeTables } from '../policy/index.js';
 import type { CodeTable, Evidence } from '../policy/index.js';
 import { callProvider, secretsOf } from './provider-call.js';
-import { credentialHeaders } from './deps.js';
+import { admitCall, credentialHeaders, reportToGates } from './deps.js';
 import type { ActivityDeps } from './deps.js';
 
 export interface InspectInput {
@@ -52,6 +52,7 @@ export function makeInspect(deps: ActivityDeps) {
     const target = describeTarget('GET', url);
     const codes = input.codes ? mergeCodeTables(defaultCodeTable, input.codes) : defaultCodeTable;
     const auth = credentialHeaders(deps, input.credential, 'GET', 'inspect', target);
+    await admitCall(deps, input.credential, 'GET', 'inspect', Context.current().cancellationSignal);
     const outcome = await callProvider({
       dispatcher: deps.http,
       method: 'GET',
@@ -64,6 +65,8 @@ export function makeInspect(deps: ActivityDeps) {
       redact: secretsOf(auth),
     });
     const found = classifyInspection(outcome.evidence, { codes, now: new Date(deps.clock()) });
+    if (found.kind === 'inspection_failed')
+      await reportToGates(deps, input.credential, 'inspect', outcome.evidence, found.decision);
     if (found.kind === 'operation_absent') return { kind: 'absent' };
     if (found.kind === 'inspection_failed')
       throw dispatchFailure(outcome.evidence, found.decision, target, outcome.message);

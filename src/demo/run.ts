@@ -13,6 +13,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { RetryqClient } from '../client.js';
 import { isFinal } from '../client.js';
 import type { IntentStatus } from '../intent.js';
+import { evidenceText } from '../policy/index.js';
 import type { ProviderSim } from '../sim/index.js';
 import type { WebhookMetrics } from '../webhooks/metrics.js';
 import { DEMO_CREDENTIAL, defaultDemoSize, demoIntents } from './scenario.js';
@@ -76,6 +77,8 @@ export interface DemoOptions {
   refreshMs?: number;
   /** The webhook receiver's metrics, to count deliveries in the summary. */
   webhooks?: WebhookMetrics;
+  /** The demo credential's load control as one line (budget, gate, block, in flight, waiting), when available. */
+  loadControl?: () => Promise<string | undefined>;
 }
 
 const PHASES = ['scheduled', 'dispatching', 'waiting', 'inspecting', 'succeeded', 'failed', 'expired', 'cancelled'];
@@ -89,9 +92,7 @@ function outcomeOf(s: IntentStatus): string {
   if (s.phase === 'expired' && s.permittedAt)
     return `server permits ${s.permittedAt.slice(11, 19)} UTC, past the deadline`;
   const e = s.lastEvidence;
-  const ev = e
-    ? `${e.status !== undefined ? `HTTP ${e.status}` : (e.transport ?? '?')}${e.code ? ` ${e.code}` : ''}`
-    : '';
+  const ev = e ? evidenceText(e) : '';
   return s.finalReason?.startsWith('permanent') ? `${ev} (permanent)` : ev || (s.finalReason ?? '');
 }
 
@@ -130,6 +131,7 @@ export async function runDemo(opts: DemoOptions): Promise<DemoSummary> {
       .sort()[0];
     const m = opts.sim.metrics();
     const key = m.keys[DEMO_CREDENTIAL];
+    const control = await opts.loadControl?.().catch(() => undefined);
     const width = 30;
     const filled = Math.round((done / keys.length) * width);
     const lines = [
@@ -137,6 +139,7 @@ export async function runDemo(opts: DemoOptions): Promise<DemoSummary> {
       PHASES.map((p) => `${p} ${counts[p] ?? 0}`).join(' · '),
       `next wake-up ${nextWake ? `${nextWake.slice(11, 19)} UTC` : '—'} · provider ${(key?.requestsPerSecond ?? 0).toFixed(2)} req/s ` +
         `(limit ${((key?.rateLimitPerMinute ?? size.rateLimitPerMinute) / 60).toFixed(2)}/s) · 429s ${m.totals.rateLimited} · duplicates ${m.totals.duplicates}`,
+      ...(control ? [`load control ${control}`] : []),
     ];
     if (opts.tty) {
       if (drawnLines) opts.out(`\x1b[${drawnLines}A\x1b[J`);

@@ -1,7 +1,7 @@
 /**
  * The demo of `retryq dev`: a simulated paid API with a tight rate limit and a few misbehaving operations, and a
- * batch of intents that exercises every path — rate limits with Retry-After, transient outages, a permission
- * error, a commit-then-timeout that inspection resolves, and a server delay past the deadline.
+ * batch of intents that exercises every path — rate limits with Retry-After (and the credential's gate), transient
+ * outages, a permission error, a commit-then-timeout that inspection resolves, and a server delay past the deadline.
  *
  * The simulated provider does **not** honour idempotency keys (`honorIdempotencyKeys: false`), so the only thing
  * standing between a lost answer and a second paid operation is retryq's rule "inspect before re-dispatch":
@@ -75,9 +75,10 @@ export function demoScenario(size: Pick<DemoSize, 'rateLimitPerMinute'>): Scenar
         then: 'normal',
       },
       {
-        name: 'asks to wait an hour; the intent has two minutes',
+        // A 503 (not a 429): a rate limit would close the whole credential's gate for the hour (load control).
+        name: 'down for maintenance for an hour; the intent has two minutes',
         match: { idempotencyKey: '*-far-*' },
-        steps: [{ status: 429, code: 'rate_limit_exceeded', retryAfter: '3600' }],
+        steps: [{ status: 503, code: 'maintenance', retryAfter: '3600' }],
       },
     ],
   };
@@ -108,10 +109,11 @@ export function demoCredential(): CredentialConfig {
   return {
     id: DEMO_CREDENTIAL,
     secretEnv: 'RETRYQ_DEMO_SECRET',
-    // retryq's own budget is deliberately above the provider's limit, so the demo shows Retry-After at work.
+    // retryq's own budget is deliberately above the provider's limit, so the demo shows the credential's gate at work:
+    // the first 429 holds every other charge until the permitted time (docs/load-control.md).
     requestsPerMinute: 240,
     concurrency: 8,
-    inspectRequestsPerMinute: 120,
+    inspectReserve: 0.2,
     inspectConcurrency: 2,
     authHeader: 'authorization',
     authScheme: 'Bearer',

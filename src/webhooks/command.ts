@@ -10,11 +10,12 @@
  */
 import { parseArgs } from 'node:util';
 import type { RetryqConfig } from '../config.js';
-import { ConfigError, resolveWebhookSecrets } from '../config.js';
+import { resolveWebhookSecrets } from '../config.js';
 import { lazyClient } from '../temporal/connect.js';
 import { assertPortFree } from '../temporal/server-process.js';
 import { WebhookReceiver } from './receiver.js';
 import { startWebhookServer } from './server.js';
+import { ConfigError, UsageError } from '../errors.js';
 
 export const WEBHOOKS_HELP = `retryq webhooks — receive provider webhooks and store them in Temporal as evidence for intents
   POST /webhooks/<source> for each source in RETRYQ_WEBHOOK_SOURCES (see docs/webhooks.md),
@@ -29,11 +30,6 @@ export interface WebhooksCommandIo {
   untilSignal: () => Promise<unknown>;
 }
 
-/** Thrown for bad flags (exit code 2). */
-export class WebhooksUsageError extends Error {
-  override readonly name = 'WebhooksUsageError';
-}
-
 /** Runs the receiver until a signal; returns the exit code. */
 export async function webhooksCommand(argv: string[], config: RetryqConfig, io: WebhooksCommandIo): Promise<number> {
   let values: { port?: string | undefined; ip?: string | undefined; help?: boolean | undefined };
@@ -44,7 +40,7 @@ export async function webhooksCommand(argv: string[], config: RetryqConfig, io: 
       strict: true,
     }));
   } catch (err) {
-    throw new WebhooksUsageError((err as Error).message);
+    throw new UsageError((err as Error).message);
   }
   if (values.help) {
     io.out(WEBHOOKS_HELP);
@@ -54,16 +50,15 @@ export async function webhooksCommand(argv: string[], config: RetryqConfig, io: 
   if (values.port !== undefined) {
     port = Number(values.port);
     if (!/^\d+$/.test(values.port) || port > 65535)
-      throw new WebhooksUsageError(`--port must be a TCP port from 0 to 65535 (got ${JSON.stringify(values.port)})`);
+      throw new UsageError({ path: '--port', message: 'must be a TCP port from 0 to 65535', received: values.port });
   }
   const ip = values.ip ?? config.webhooks.ip;
   const { sources } = config.webhooks;
   if (sources.length === 0)
     throw new ConfigError([
       {
-        variable: 'RETRYQ_WEBHOOK_SOURCES',
-        value: undefined,
-        rule: 'must name at least one webhook source for `retryq webhooks` (docs/webhooks.md has an example)',
+        path: 'RETRYQ_WEBHOOK_SOURCES',
+        message: 'must name at least one webhook source for `retryq webhooks` (docs/webhooks.md has an example)',
       },
     ]);
   const secrets = resolveWebhookSecrets(sources);

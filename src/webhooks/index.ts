@@ -16,7 +16,7 @@ export { startWebhookServer } from './server.js';
 export type { WebhookServer, WebhookServerOptions } from './server.js';
 export { DeliveryOutcome, WebhookMetrics } from './metrics.js';
 export { mapDelivery, MAX_RESULT_BYTES } from './mapping.js';
-export type { DeliveryProblem, MappedDelivery } from './mapping.js';
+export type { MappedDelivery } from './mapping.js';
 export { formatJsonPath, parseJsonPath, readJsonPath, webhookSourceSchema, webhookSourcesSchema } from './source.js';
 export type { JsonPath, VerifySettings, WebhookSource, WebhookSourceInput } from './source.js';
 export { splitSecrets, standardWebhookHeaders, verifierFor } from './verify.js';

@@ -12,21 +12,15 @@
  */
 import { z } from 'zod';
 import { idempotencyKeySchema } from '../intent.js';
+import type { Problem } from '../errors.js';
 import type { JsonValue, WebhookDelivery, WebhookState } from '../intent.js';
 import { formatJsonPath, readJsonPath, webhookStates } from './source.js';
 import type { JsonPath, WebhookSource } from './source.js';
 
-/** One problem with a delivery: where, what is wrong, and (shortened) what was there. */
-export interface DeliveryProblem {
-  path: string;
-  message: string;
-  received?: string;
-}
-
 export type MappedDelivery =
   | { kind: 'evidence'; key: string; delivery: WebhookDelivery }
   | { kind: 'ignored'; deliveryId: string; reason: string }
-  | { kind: 'invalid'; problems: DeliveryProblem[] };
+  | { kind: 'invalid'; problems: Problem[] };
 
 /** Largest result kept with an intent (serialized JSON); a larger one is replaced by a note. */
 export const MAX_RESULT_BYTES = 64 * 1024;
@@ -66,8 +60,11 @@ function shown(value: unknown): string {
   return text.length > 80 ? `${text.slice(0, 77)}…` : text;
 }
 
-function problem(path: string, message: string, value: unknown): DeliveryProblem {
-  return { path, message, received: shown(value) };
+/** What was there: the value itself, or its JSON cut to 80 characters when it is longer; absent for nothing. */
+function problem(path: string, message: string, value: unknown): Problem {
+  if (value === undefined) return { path, message };
+  const text = shown(value);
+  return { path, message, received: text.endsWith('…') ? text : value };
 }
 
 /** Maps one verified delivery; `headers` have lower-cased names. */
@@ -78,7 +75,7 @@ export function mapDelivery(
   receivedAt: Date,
 ): MappedDelivery {
   const m = source.mapping;
-  const problems: DeliveryProblem[] = [];
+  const problems: Problem[] = [];
   const at = (path: JsonPath) => readJsonPath(body, path);
 
   // The delivery id first: even an ignored event is acknowledged by it.

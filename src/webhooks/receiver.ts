@@ -40,11 +40,12 @@ import { retryPhaseKey, webhookKeyKey } from '../search-attributes.js';
 import { taskQueues } from '../task-queues.js';
 import { webhookOrphanWorkflow, webhookSignal } from '../workflows/index.js';
 import { mapDelivery } from './mapping.js';
-import type { DeliveryProblem } from './mapping.js';
+import type { Problem } from '../errors.js';
 import { DeliveryOutcome, WebhookMetrics } from './metrics.js';
 import type { WebhookSource } from './source.js';
 import { verifierFor } from './verify.js';
 import type { Verifier } from './verify.js';
+import { WebhookNotStoredError, describeProblem } from '../errors.js';
 
 /** @default 1 MiB */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
@@ -68,7 +69,7 @@ export interface WebhookAnswer {
   headers: Record<string, string>;
   body:
     | { outcome: DeliveryOutcome; deliveryId: string; workflowId?: string; detail?: string }
-    | { error: { code: WebhookErrorCode; message: string; problems?: DeliveryProblem[] } };
+    | { error: { code: WebhookErrorCode; message: string; problems?: Problem[] } };
 }
 
 export interface WebhookReceiverOptions {
@@ -96,16 +97,11 @@ export function orphanWorkflowId(source: string, deliveryId: string): string {
   return `webhook-orphan:${source}:${deliveryId}`;
 }
 
-/** Temporal did not durably accept a delivery. */
-class NotStored extends Error {
-  override readonly name = 'NotStored';
-}
-
 function errorAnswer(
   status: number,
   code: WebhookErrorCode,
   message: string,
-  problems?: DeliveryProblem[],
+  problems?: Problem[],
   headers: Record<string, string> = {},
 ): WebhookAnswer {
   return { status, headers, body: { error: { code, message, ...(problems ? { problems } : {}) } } };
@@ -204,9 +200,7 @@ export class WebhookReceiver {
         400,
         WebhookErrorCode.invalidDelivery,
         `The delivery does not fit the mapping of source "${name}"; nothing was stored:\n` +
-          mapped.problems
-            .map((p) => `  - ${p.path}: ${p.message}${p.received ? ` (got ${p.received})` : ''}`)
-            .join('\n'),
+          mapped.problems.map((p) => `  - ${describeProblem(p)}`).join('\n'),
         mapped.problems,
       );
     }
@@ -227,11 +221,11 @@ export class WebhookReceiver {
       return { status: 200, headers: {}, body: { deliveryId: mapped.delivery.deliveryId, ...stored } };
     } catch (err) {
       this.metrics.delivery(name, DeliveryOutcome.unavailable);
-      if (!(err instanceof NotStored)) this.#onError('storing a webhook delivery failed unexpectedly', err);
+      if (!(err instanceof WebhookNotStoredError)) this.#onError('storing a webhook delivery failed unexpectedly', err);
       return errorAnswer(
         503,
         WebhookErrorCode.temporalUnavailable,
-        `Temporal did not confirm the delivery (${err instanceof NotStored ? err.message : 'unexpected failure'}); nothing was stored. Deliver it again later.`,
+        `Temporal did not confirm the delivery (${err instanceof WebhookNotStoredError ? err.message : 'unexpected failure'}); nothing was stored. Deliver it again later.`,
         undefined,
         { 'retry-after': '5' },
       );
@@ -247,7 +241,7 @@ export class WebhookReceiver {
     const inTime = <T>(fn: () => Promise<T>): Promise<T> =>
       this.#client.connection.withDeadline(deadline, fn).catch((err: unknown) => {
         if (err instanceof WorkflowNotFoundError || err instanceof WorkflowExecutionAlreadyStartedError) throw err;
-        throw new NotStored(temporalReason(err));
+        throw new WebhookNotStoredError(temporalReason(err));
       });
     const workflowId = workflowIdOf(key);
     const handle = this.#client.workflow.getHandle(workflowId);

@@ -24,5 +24,15 @@ export {
   SEEN_DELIVERIES_LIMIT,
 } from './intent.js';
 export type { IntentWorkflowOptions, CarriedState } from './intent.js';
+export {
+  credentialWorkflow,
+  acquireSlotsUpdate,
+  rateLimitedUpdate,
+  blockUpdate,
+  resumeUpdate,
+  credentialStateQuery,
+  credentialWorkflowId,
+} from './credential.js';
+export type { CredentialState, CredentialWorkflowInput } from './credential.js';
 export { webhookOrphanWorkflow } from './webhook-orphan.js';
 export type { WebhookOrphanRecord } from './webhook-orphan.js';

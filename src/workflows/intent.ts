@@ -37,7 +37,8 @@ import type {
   SearchAttributeUpdatePair,
 } from '@temporalio/common/lib/search-attributes.js';
 import type { Activities, DispatchResult, InspectResult } from '../activities/index.js';
-import { IntentFailureType, describeEvidence, evidenceFromFailure } from '../failures.js';
+import { IntentFailureType, evidenceFromFailure, holdFromFailure } from '../failures.js';
+import type { CredentialHold } from '../failures.js';
 import { ATTEMPT_LOG_LIMIT, Phase, describeTarget, describeWebhookEntry, finalPhases } from '../intent-status.js';
 import type {
   AttemptRecord,
@@ -54,6 +55,9 @@ import { headerValue } from '../policy/evidence.js';
 import type { Evidence } from '../policy/evidence.js';
 import { nextAttempt } from '../policy/schedule.js';
 import type { Schedule } from '../policy/schedule.js';
+import { describeEvidence, evidenceText, retryAfterText } from '../policy/evidence-text.js';
+import { inspectionFailure, inspectionVerdict } from '../policy/inspection.js';
+import { spreadWakeUp } from '../policy/load.js';
 import {
   credentialKey,
   lastErrorCodeKey,
@@ -62,6 +66,11 @@ import {
   retryPhaseKey,
 } from '../search-attributes.js';
 import { taskQueues } from '../task-queues.js';
+
+/** Room for a call to wait for its send slot inside the activity (the load-control horizon). */
+const SLOT_WAIT_MS = 10_000;
+/** While its credential is blocked, an intent looks again this often (an operator's resume also wakes it at once). */
+const BLOCKED_RECHECK_MS = 5 * 60_000;
 
 /** Stops further dispatch and records why. An in-flight or unknown operation becomes a reservation. */
 export const cancelSignal = defineSignal<[{ reason?: string }]>('cancel');
@@ -123,6 +132,7 @@ class IntentRun {
   /** The first final state a webhook reported, until the loop applies it. */
   webhookVerdict: WebhookDelivery | undefined;
   readonly deadlineMs: number;
+  readonly taskQueuePrefix: string;
   readonly queues: ReturnType<typeof taskQueues>;
   readonly target: string;
   readonly changesOnly: boolean;
@@ -132,7 +142,8 @@ class IntentRun {
     options: IntentWorkflowOptions,
   ) {
     this.deadlineMs = new Date(spec.deadline).getTime();
-    this.queues = taskQueues(options.taskQueuePrefix ?? 'retryq');
+    this.taskQueuePrefix = options.taskQueuePrefix ?? 'retryq';
+    this.queues = taskQueues(this.taskQueuePrefix);
     this.target = describeTarget(spec.action.method, spec.action.url);
     this.changesOnly = options.publishChangesOnly === true;
     const carried = options.carried;
@@ -235,11 +246,29 @@ class IntentRun {
       case Phase.inspecting:
         return `Checking with the provider whether attempt ${s.attempts} took effect (inspection ${s.inspections}) before anything else is sent.`;
       case Phase.waiting: {
+        const held = s.held;
+        if (held?.reason === 'rate_limited')
+          return (
+            `Waiting: credential ${held.credential} is rate limited until ${clock(held.until)}` +
+            `${held.why ? ` (${held.why})` : ''}; this intent's turn comes at ${clock(s.nextAttemptAt)}. ` +
+            `Nothing was sent and no attempt was used (${attempt} so far).`
+          );
+        if (held?.reason === 'paced')
+          return (
+            `Waiting for a send slot of credential ${held.credential} at ${clock(s.nextAttemptAt)}: its budget is in ` +
+            `use${held.why ? ` (${held.why})` : ''}. Nothing was sent (${attempt} so far).`
+          );
+        if (held?.reason === 'blocked')
+          return (
+            `Held: credential ${held.credential} is blocked (${held.why ?? 'quota'}) until an operator runs ` +
+            `\`retryq credentials resume ${held.credential}\`. Nothing is sent; the intent expires at its deadline ` +
+            `${clock(s.deadline)} (${attempt} so far).`
+          );
         const ev = s.lastEvidence;
         const what = this.needsInspection ? 'to inspect the unknown outcome' : 'for provider';
         const why =
           ev?.retryAfter !== undefined && this.permittedAtMs !== undefined && s.nextAttemptAt === s.permittedAt
-            ? `Retry-After ${ev.retryAfter.length <= 6 ? `${ev.retryAfter} s` : ev.retryAfter}`
+            ? `Retry-After ${retryAfterText(ev.retryAfter)}`
             : `backoff after ${last}`;
         return `Waiting ${what} until ${clock(s.nextAttemptAt)} (${why}, ${attempt}).`;
       }
@@ -256,9 +285,7 @@ class IntentRun {
 
   lastEvidenceText(): string {
     const ev = this.status.lastEvidence;
-    if (!ev) return 'no answer yet';
-    if (ev.status !== undefined) return `HTTP ${ev.status}${ev.code ? ` ${ev.code}` : ''}`;
-    return `${ev.transport ?? 'transport'} failure`;
+    return ev ? evidenceText(ev) : 'no answer yet';
   }
 
   record(entry: AttemptRecord): void {
@@ -349,7 +376,12 @@ class IntentRun {
         continue;
       }
       if (Date.now() >= this.deadlineMs)
-        return this.finish(Phase.expired, `deadline ${this.spec.deadline} reached before the next provider call`);
+        return this.finish(
+          Phase.expired,
+          this.status.held?.reason === 'blocked'
+            ? `deadline ${this.spec.deadline} reached while credential ${this.spec.credential} was blocked (${this.status.held.why ?? 'quota'}) and not resumed`
+            : `deadline ${this.spec.deadline} reached before the next provider call`,
+        );
       if (workflowInfo().continueAsNewSuggested) {
         await condition(allHandlersFinished);
         await continueAsNew<typeof intentWorkflow>(this.spec, { ...this.optionsForNextRun(), carried: this.carry() });
@@ -360,8 +392,7 @@ class IntentRun {
   }
 
   optionsForNextRun(): IntentWorkflowOptions {
-    const prefix = this.queues.workflows.slice(0, -'.workflows'.length);
-    return { taskQueuePrefix: prefix, ...(this.changesOnly ? { publishChangesOnly: true } : {}) };
+    return { taskQueuePrefix: this.taskQueuePrefix, ...(this.changesOnly ? { publishChangesOnly: true } : {}) };
   }
 
   /** Durable sleep until the next call is due; a cancel ends it, "retry now" shortens it to the server floor. */
@@ -412,15 +443,10 @@ class IntentRun {
     s.nextAttemptAt = undefined;
     this.publish();
     const startedAt = new Date().toISOString();
-    const { dispatch } = proxyActivities<Activities>({
-      taskQueue: this.queues.actions(this.spec.credential),
-      startToCloseTimeout: this.spec.policy.attemptTimeoutMs + 10_000,
-      // Not started by the deadline = never started: no dispatch after the deadline (invariant 7). No minimum
-      // beyond 1 ms (a zero timeout means "none"): any floor would let a dispatch start after the deadline.
-      scheduleToStartTimeout: Math.max(1, this.deadlineMs - Date.now()),
-      retry: { maximumAttempts: 1 },
-      summary: `attempt ${s.attempts}/${s.maxAttempts}: ${this.target}`,
-    });
+    const { dispatch } = this.activities(
+      this.queues.actions(this.spec.credential),
+      `attempt ${s.attempts}/${s.maxAttempts}: ${this.target}`,
+    );
     let result: DispatchResult;
     try {
       result = await dispatch({
@@ -433,18 +459,44 @@ class IntentRun {
       });
     } catch (err) {
       if (isCancellation(err)) throw err;
+      const hold = holdFromFailure(err);
+      // Load control held the call: nothing was sent, so it was not an attempt.
+      if (hold) s.attempts--;
       // A webhook that arrived while the attempt was in flight already says how it ended (e.g. the answer was lost).
       if (this.webhookVerdict) return this.applyWebhook(this.webhookVerdict);
+      if (hold) return this.held(hold, 'dispatch');
+      s.held = undefined;
       const evidence = evidenceFromFailure(err, this.spec.action.method, 'dispatch');
       const decision = classify(evidence, { now: new Date(), codes: this.spec.codes });
       return this.afterDispatch(evidence, decision, startedAt);
     }
     const evidence: EvidenceSummary = { status: result.status, sent: 'yes', decision: 'success' };
+    s.held = undefined;
     s.lastEvidence = evidence;
     this.record({ kind: 'dispatch', attempt: s.attempts, startedAt, evidence });
     s.result = { status: result.status, body: result.body, ...(result.truncated ? { truncated: true } : {}) };
     s.reservation = undefined;
     return this.finish(Phase.succeeded, `provider answered HTTP ${result.status}`);
+  }
+
+  /**
+   * The activities of one provider call, with the one set of options both kinds share: a single attempt (Temporal's
+   * retries would stack on retryq's), and not started by the deadline = never started, so no provider call starts
+   * after the deadline (invariant 7). 1 ms is the least timeout (zero means "none"); any larger floor would let a
+   * call start after the deadline.
+   */
+  activities(taskQueue: string, summary: string) {
+    return proxyActivities<Activities>({
+      taskQueue,
+      // The attempt's own timeout, the answer's way back, and the wait for a send slot from the credential's
+      // load control (SLOT_WAIT_MS).
+      startToCloseTimeout: this.spec.policy.attemptTimeoutMs + 10_000 + SLOT_WAIT_MS,
+      // Not started by the deadline = never started: no dispatch or inspection after the deadline (invariant 7).
+      // No minimum beyond 1 ms (a zero timeout means "none"): any floor would let an attempt start after it.
+      scheduleToStartTimeout: Math.max(1, this.deadlineMs - Date.now()),
+      retry: { maximumAttempts: 1 },
+      summary,
+    });
   }
 
   /** The one place a dispatch decision becomes Temporal calls. */
@@ -540,13 +592,10 @@ class IntentRun {
     s.nextAttemptAt = undefined;
     this.publish();
     const startedAt = new Date().toISOString();
-    const { inspect } = proxyActivities<Activities>({
-      taskQueue: this.queues.inspect(this.spec.credential),
-      startToCloseTimeout: this.spec.policy.attemptTimeoutMs + 10_000,
-      scheduleToStartTimeout: Math.max(1000, this.deadlineMs - Date.now()),
-      retry: { maximumAttempts: 1 },
-      summary: `inspect attempt ${s.attempts} by idempotency key`,
-    });
+    const { inspect } = this.activities(
+      this.queues.inspect(this.spec.credential),
+      `inspect attempt ${s.attempts} by idempotency key`,
+    );
     // The inspection races a webhook: a delivery that settles the outcome first cancels the (read-only) lookup,
     // e.g. while it waits in the inspection queue behind the credential's rate limit.
     const call = new CancellationScope();
@@ -583,109 +632,141 @@ class IntentRun {
     else {
       const err = first.err;
       if (isCancellation(err)) throw err;
+      const hold = holdFromFailure(err);
+      if (hold) {
+        s.inspections--;
+        this.inspectionsSinceUnknown--;
+        return this.held(hold, 'inspect');
+      }
+      s.held = undefined;
       const evidence = evidenceFromFailure(err, 'GET', 'inspect');
       const decision = classify(evidence, { now: new Date(), codes: this.spec.codes });
       const summary = summarize(evidence, decision);
       s.lastEvidence = summary;
       const entry: AttemptRecord = { kind: 'inspect', attempt: s.attempts, startedAt, evidence: summary };
       this.record(entry);
-      if (decision.kind === 'permanent')
+      const next = inspectionFailure(decision);
+      if (next.kind === 'permanent')
         return this.finish(
           Phase.failed,
           `the inspection itself failed for good (${describeEvidence(evidence)}); the outcome of attempt ${s.attempts} stays unknown`,
         );
-      const asTransient: Failed =
-        decision.kind === 'success' || decision.kind === 'unknown_outcome'
-          ? { kind: 'transient', reason: 'inspection failed', retryAfter: { kind: 'absent' } }
-          : decision;
-      return this.schedule(asTransient, this.inspectionsSinceUnknown, entry, 'inspect');
+      return this.schedule(next, this.inspectionsSinceUnknown, entry, 'inspect');
     }
+    s.held = undefined;
     return this.afterInspection(found, startedAt);
   }
 
-  /** The one place an inspection result becomes Temporal calls. */
+  /**
+   * The one place a hold by the credential's load control becomes Temporal calls: wait durably (a timer) until the
+   * gate opens — spread after it by the place the credential handed out, so released intents do not stampede — or
+   * until the slot comes; while the credential is blocked, until an operator resumes it (the resume command wakes
+   * waiting intents; they also look again every few minutes) or the deadline.
+   */
+  async held(hold: CredentialHold, next: 'dispatch' | 'inspect'): Promise<IntentOutcome | undefined> {
+    const s = this.status;
+    const now = Date.now();
+    if (hold.kind === 'blocked') {
+      s.held = { credential: hold.credential, reason: 'blocked', why: hold.reason, since: hold.since };
+      this.setDue(Math.min(this.deadlineMs, now + BLOCKED_RECHECK_MS));
+      return undefined;
+    }
+    const floor = now + hold.holdMs;
+    const wake =
+      hold.kind === 'rate_limited'
+        ? spreadWakeUp({ floorMs: floor, rank: hold.rank, perMinute: hold.perMinute, random: Math.random })
+        : floor;
+    s.held = {
+      credential: hold.credential,
+      reason: hold.kind,
+      until: new Date(floor).toISOString(),
+      ...(hold.why ? { why: hold.why } : {}),
+    };
+    if (hold.kind === 'rate_limited' && next === 'dispatch') {
+      // The gate's time is a server-permitted time for this intent too: "retry now" never goes before it.
+      this.permittedAtMs = Math.max(this.permittedAtMs ?? 0, floor);
+      s.permittedAt = new Date(this.permittedAtMs).toISOString();
+    }
+    if (wake > this.deadlineMs)
+      return this.finish(
+        Phase.expired,
+        hold.kind === 'rate_limited'
+          ? `credential ${hold.credential} is rate limited until ${new Date(floor).toISOString()}; this intent's turn would come past the deadline ${this.spec.deadline}`
+          : `the next send slot of credential ${hold.credential} lies past the deadline ${this.spec.deadline}`,
+      );
+    this.setDue(wake);
+    return undefined;
+  }
+
+  /** The one place an inspection result becomes Temporal calls; what it means comes from the policy. */
   async afterInspection(found: InspectResult, startedAt: string): Promise<IntentOutcome | undefined> {
     const s = this.status;
+    const verdict = inspectionVerdict(found, {
+      method: this.spec.action.method,
+      permittedAtMs: this.permittedAtMs,
+      now: new Date(),
+      codes: this.spec.codes,
+    });
     const entry: AttemptRecord = {
       kind: 'inspect',
       attempt: s.attempts,
       startedAt,
       evidence: { status: 200, sent: 'yes', decision: `operation_${found.kind}` },
     };
-    switch (found.kind) {
-      case 'succeeded':
-        this.record(entry);
-        s.lastEvidence = entry.evidence;
-        s.result = { status: 200, body: found.result, inspected: true };
-        s.reservation = undefined;
-        this.needsInspection = false;
+    if (verdict.kind === 'redispatch') entry.evidence = { status: 404, sent: 'yes', decision: 'operation_absent' };
+    if (verdict.kind === 'recorded_failure')
+      entry.evidence = {
+        ...summarize(verdict.evidence, verdict.decision),
+        decision: `operation_failed:${verdict.decision.kind}`,
+      };
+    this.record(entry);
+    s.lastEvidence = entry.evidence;
+    if (verdict.kind === 'inspect_again')
+      return this.schedule(verdict.decision, this.inspectionsSinceUnknown, entry, 'inspect');
+    // The operation's fate is known: nothing is left to reconcile.
+    s.reservation = undefined;
+    this.needsInspection = false;
+    switch (verdict.kind) {
+      case 'took_effect':
+        s.result = { status: 200, body: verdict.result, inspected: true };
         return this.finish(Phase.succeeded, `inspection found attempt ${s.attempts} took effect`);
-      case 'absent': {
-        // The unknown attempt did not take effect: safe to re-dispatch with the same key. It still was a failed
-        // attempt, so the next one waits for the backoff (and any server floor), like after a transient failure.
-        entry.evidence = { status: 404, sent: 'yes', decision: 'operation_absent' };
-        this.record(entry);
-        s.lastEvidence = entry.evidence;
-        s.reservation = undefined;
-        this.needsInspection = false;
-        const floor = this.permittedAtMs;
-        const retry: Failed = {
-          kind: 'transient',
-          reason: 'the attempt of unknown outcome did not take effect',
-          retryAfter:
-            floor === undefined
-              ? { kind: 'absent' }
-              : { kind: 'delay', delayMs: Math.max(0, floor - Date.now()), notBefore: new Date(floor), clamped: false },
-        };
-        return this.schedule(retry, s.attempts, entry, 'dispatch');
-      }
-      case 'pending': {
-        this.record(entry);
-        s.lastEvidence = entry.evidence;
-        const decision: Failed = {
-          kind: 'transient',
-          reason: `operation ${found.state}`,
-          retryAfter: { kind: 'absent' },
-        };
-        return this.schedule(decision, this.inspectionsSinceUnknown, entry, 'inspect');
-      }
-      case 'failed': {
-        // The provider recorded the attempt as failed: classify what it recorded, as if it had answered so.
-        const evidence: Evidence = {
-          method: this.spec.action.method,
-          sent: 'yes',
-          ...(found.error.status !== undefined ? { status: found.error.status } : { status: 500 }),
-          ...(found.error.code !== undefined ? { code: found.error.code } : {}),
-        };
-        const decision = classify(evidence, { now: new Date(), codes: this.spec.codes });
-        entry.evidence = { ...summarize(evidence, decision), decision: `operation_failed:${decision.kind}` };
-        this.record(entry);
-        s.lastEvidence = entry.evidence;
-        s.reservation = undefined;
-        this.needsInspection = false;
+      case 'redispatch':
+        // Safe to dispatch again with the same key; it was a failed attempt all the same.
+        return this.schedule(verdict.decision, s.attempts, entry, 'dispatch');
+      case 'recorded_failure': {
         // The provider saved this failure under the idempotency key: sending the same key again would only replay
         // it (Stripe-style idempotency), so a recorded failure is final whatever its status.
+        const what = describeEvidence(verdict.evidence);
         return this.finish(
           Phase.failed,
-          decision.kind === 'permanent'
-            ? `inspection found attempt ${s.attempts} failed for good: ${describeEvidence(evidence)}`
-            : `the provider recorded attempt ${s.attempts} as failed (${describeEvidence(evidence)}); the same ` +
+          verdict.decision.kind === 'permanent'
+            ? `inspection found attempt ${s.attempts} failed for good: ${what}`
+            : `the provider recorded attempt ${s.attempts} as failed (${what}); the same ` +
                 `idempotency key would replay that answer, so submit a new intent with a new key to try again`,
         );
       }
     }
   }
 
-  /** Records the final phase; returns the outcome (success) or throws the intent's failure. */
-  async finish(phase: IntentOutcome['phase'], reason: string): Promise<IntentOutcome> {
+  /**
+   * Writes the final phase and reason into the status and publishes it. `leftover` names what may be left at the
+   * provider; unless the intent succeeded, it becomes a reservation (an earlier one stays).
+   */
+  recordFinal(phase: IntentOutcome['phase'], reason: string, leftover: string | undefined): void {
     const s = this.status;
     s.phase = phase;
     s.finalReason = reason;
     s.nextAttemptAt = undefined;
     this.dueAtMs = undefined;
-    if (phase !== Phase.succeeded && this.needsInspection && !s.reservation)
-      s.reservation = reservation(this.spec.idempotencyKey, s.attempts, 'outcome unknown at the end');
+    if (phase !== Phase.succeeded && leftover !== undefined)
+      s.reservation ??= reservation(this.spec.idempotencyKey, s.attempts, leftover);
     this.publish();
+  }
+
+  /** Records the final phase; returns the outcome (success) or throws the intent's failure. */
+  async finish(phase: IntentOutcome['phase'], reason: string): Promise<IntentOutcome> {
+    const s = this.status;
+    this.recordFinal(phase, reason, this.needsInspection ? 'outcome unknown at the end' : undefined);
     await condition(allHandlersFinished);
     const outcome = { ...s, phase } as IntentOutcome;
     if (phase === Phase.succeeded) return outcome;
@@ -737,18 +818,14 @@ export async function intentWorkflow(spec: IntentSpec, options: IntentWorkflowOp
       // Cancelled through Temporal (UI button, handle.cancel()): record it, then let the cancellation stand.
       await CancellationScope.nonCancellable(async () => {
         const s = run.status;
-        const inFlight = s.phase === Phase.dispatching;
+        const leftover =
+          s.phase === Phase.dispatching
+            ? 'attempt in flight at cancellation'
+            : run.needsInspection
+              ? 'outcome unknown at cancellation'
+              : undefined;
         s.cancelRequested ??= 'cancelled through Temporal';
-        if (inFlight || run.needsInspection)
-          s.reservation ??= reservation(
-            spec.idempotencyKey,
-            s.attempts,
-            inFlight ? 'attempt in flight at cancellation' : 'outcome unknown at cancellation',
-          );
-        s.phase = Phase.cancelled;
-        s.finalReason = s.cancelRequested;
-        s.nextAttemptAt = undefined;
-        run.publish();
+        run.recordFinal(Phase.cancelled, s.cancelRequested, leftover);
         return Promise.resolve();
       });
       log.info('intent cancelled through Temporal', { idempotencyKey: spec.idempotencyKey });

@@ -27,7 +27,12 @@ beforeAll(async () => {
   env = await createDevServerEnvironment();
   sim = await startProviderSim({
     scenario: {
-      keys: [{ key: 'sk_test_cli', id: credential }],
+      keys: [
+        { key: 'sk_test_cli', id: credential },
+        // One credential per test that meets a 429: a rate limit closes its credential's gate for everyone.
+        { key: 'sk_test_cli_wait', id: `${credential}-wait` },
+        { key: 'sk_test_cli_term', id: `${credential}-term` },
+      ],
       rules: [
         {
           match: { idempotencyKey: 'hold-*' },
@@ -40,21 +45,23 @@ beforeAll(async () => {
     config: {
       taskQueuePrefix: prefix,
       temporal: { namespace: 'default' } as never,
-      credentials: [
-        {
-          id: credential,
-          secretEnv: 'UNUSED',
-          requestsPerMinute: 600,
-          concurrency: 4,
-          inspectRequestsPerMinute: 120,
-          inspectConcurrency: 2,
-          authHeader: 'authorization',
-          authScheme: 'Bearer',
-        },
-      ],
+      credentials: ['', '-wait', '-term'].map((suffix) => ({
+        id: `${credential}${suffix}`,
+        secretEnv: 'UNUSED',
+        requestsPerMinute: 600,
+        concurrency: 4,
+        inspectReserve: 0.2,
+        inspectConcurrency: 2,
+        authHeader: 'authorization',
+        authScheme: 'Bearer',
+      })),
     },
     connection: env.nativeConnection,
-    secrets: new Map([[credential, 'sk_test_cli']]),
+    secrets: new Map([
+      [credential, 'sk_test_cli'],
+      [`${credential}-wait`, 'sk_test_cli_wait'],
+      [`${credential}-term`, 'sk_test_cli_term'],
+    ]),
   });
   running = workers.run();
 });
@@ -85,13 +92,13 @@ async function retryq(args: string[], extraEnv: Record<string, string> = {}): Pr
   }
 }
 
-function submitArgs(key: string, amount = 100): string[] {
+function submitArgs(key: string, amount = 100, as = credential): string[] {
   return [
     'submit',
     '--key',
     key,
     '--credential',
-    credential,
+    as,
     '--method',
     'POST',
     '--url',
@@ -153,7 +160,7 @@ describe('retryq submit', () => {
 describe('retryq status, list and cancel', () => {
   it('shows a waiting intent, lists it by phase, and cancels it', async () => {
     const key = `hold-${randomUUID()}`;
-    expect((await retryq(submitArgs(key))).code).toBe(0);
+    expect((await retryq(submitArgs(key, 100, `${credential}-wait`))).code).toBe(0);
 
     let status: { phase: string; permittedAt?: string } = { phase: '' };
     for (let i = 0; i < 50 && status.phase !== 'waiting'; i++) {
@@ -170,7 +177,7 @@ describe('retryq status, list and cancel', () => {
 
     let listed: { key: string; phase: string }[] = [];
     for (let i = 0; i < 50 && !listed.some((r) => r.key === key); i++) {
-      const r = await retryq(['list', '--phase', 'waiting', '--credential', credential, '--json']);
+      const r = await retryq(['list', '--phase', 'waiting', '--credential', `${credential}-wait`, '--json']);
       expect(r.code).toBe(0);
       listed = JSON.parse(r.stdout) as typeof listed;
     }
@@ -190,7 +197,7 @@ describe('retryq status, list and cancel', () => {
 
   it('reports an intent terminated in Temporal as failed, with its last recorded attempts', async () => {
     const key = `hold-${randomUUID()}`;
-    expect((await retryq(submitArgs(key))).code).toBe(0);
+    expect((await retryq(submitArgs(key, 100, `${credential}-term`))).code).toBe(0);
     const handle = env.client.workflow.getHandle(`intent:${key}`);
     for (let i = 0; i < 50 && (await retryq(['status', key, '--json'])).stdout.indexOf('"waiting"') < 0; i++);
     await handle.terminate('operator cleanup');
@@ -208,6 +215,55 @@ describe('retryq status, list and cancel', () => {
     const missing = await retryq(['cancel']);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('cancel needs an idempotency key');
+  });
+});
+
+describe('retryq credentials', () => {
+  const configured = JSON.stringify([{ id: credential, secretEnv: 'UNUSED' }]);
+
+  it('shows the budget split, the gate closed by a 429 with its time and reason, and the intents it holds', async () => {
+    const key = `hold-${randomUUID()}`;
+    expect((await retryq(submitArgs(key))).code).toBe(0);
+    type Row = {
+      credential: string;
+      budget: { totalPerMinute: number; dispatchPerMinute: number; inspectPerMinute: number };
+      gate: { state: string; closedUntil: string | null; reason: string | null };
+      blocked: unknown;
+      inFlight: number;
+      waiting: number;
+    };
+    let rows: Row[] = [];
+    for (let i = 0; i < 50 && !(rows[0]?.gate.state === 'closed' && (rows[0]?.waiting ?? 0) > 0); i++) {
+      const r = await retryq(['credentials', '--json'], { RETRYQ_CREDENTIALS: configured });
+      expect(r.code).toBe(0);
+      rows = JSON.parse(r.stdout) as Row[];
+    }
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({
+      credential,
+      budget: { totalPerMinute: 600, dispatchPerMinute: 480, inspectPerMinute: 120 },
+      gate: { state: 'closed', reason: 'HTTP 429 rate_limit_exceeded (Retry-After: 3600)' },
+      blocked: null,
+    });
+    expect(Date.parse(rows[0]?.gate.closedUntil ?? '')).toBeGreaterThan(Date.now() + 3_000_000);
+    expect(rows[0]?.waiting).toBeGreaterThanOrEqual(1);
+
+    const human = await retryq(['credentials'], { RETRYQ_CREDENTIALS: configured });
+    expect(human.stdout).toMatch(/gate +rate limited until \d{2}:\d{2}:\d{2} UTC \(HTTP 429 rate_limit_exceeded/);
+    expect(human.stdout).toContain(
+      'budget     600/min: dispatch 480/min while inspections run, inspections 120/min reserved',
+    );
+  });
+
+  it('resumes a credential that is not blocked, and exits 3 for one that never made a call', async () => {
+    const ok = await retryq(['credentials', 'resume', credential, '--json'], { RETRYQ_CREDENTIALS: configured });
+    expect(ok.code).toBe(0);
+    expect(JSON.parse(ok.stdout)).toMatchObject({ credential, wasBlocked: null });
+    const unknown = await retryq(['credentials', 'resume', 'never-used'], { RETRYQ_CREDENTIALS: configured });
+    expect(unknown.code).toBe(3);
+    expect(unknown.stderr).toContain('Credential "never-used" has no load-control state yet');
+    const usage = await retryq(['credentials', 'pause', credential]);
+    expect(usage.code).toBe(2);
   });
 });
 

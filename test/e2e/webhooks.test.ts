@@ -367,10 +367,10 @@ describe('deliveries the receiver cannot take', () => {
     const wrongKey = await deliver(r.url(), deliveryId(), { ...simEvent(key, 'succeeded'), idempotencyKey: 42 });
     expect(wrongKey.status).toBe(400);
     expect(wrongKey.json).toMatchObject({
-      error: { code: 'webhook_invalid_delivery', problems: [{ path: 'idempotencyKey', received: '42' }] },
+      error: { code: 'webhook_invalid_delivery', problems: [{ path: 'idempotencyKey', received: 42 }] },
     });
     const wrongState = await deliver(r.url(), deliveryId(), { ...simEvent(key, 'succeeded'), status: 'exploded' });
-    expect(wrongState.json).toMatchObject({ error: { problems: [{ path: 'status', received: '"exploded"' }] } });
+    expect(wrongState.json).toMatchObject({ error: { problems: [{ path: 'status', received: 'exploded' }] } });
 
     const unknownType = await deliver(r.url(), deliveryId(), {
       ...simEvent(key, 'succeeded'),

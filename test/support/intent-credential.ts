@@ -16,7 +16,7 @@ export function testCredential(): CredentialConfig {
     id: CREDENTIAL,
     secretEnv: 'ACME_PROD_KEY',
     requestsPerMinute: 600_000,
-    inspectRequestsPerMinute: 600_000,
+    inspectReserve: 0.2,
     concurrency: 8,
     inspectConcurrency: 4,
   });

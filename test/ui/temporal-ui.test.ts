@@ -149,7 +149,8 @@ describe('the demo of the main job', () => {
 
 describe('the Temporal UI served by retryq dev', () => {
   it('finds a waiting intent by its search attributes and shows why and until when it waits', async () => {
-    // A live intent the provider asks to wait an hour for (the demo scenario's '*-far-*' rule).
+    // A live intent the provider asks to wait an hour for (the demo scenario's '*-far-*' rule: a 503 with
+    // Retry-After 3600; a 429 would close the whole demo credential's gate for the hour).
     const simUrl = /Simulated provider: (http:\/\/[0-9.:]+)/.exec(output)?.[1];
     expect(simUrl).toBeDefined();
     const key = `ui-far-${randomUUID().slice(0, 8)}`;
@@ -191,7 +192,7 @@ describe('the Temporal UI served by retryq dev', () => {
     const attributes = await openTab(page, 'Search Attributes', /RetryPhase/);
     expect(attributes).toContain('"RetryPhase": "waiting"');
     expect(attributes).toContain(`"Credential": "${DEMO_CREDENTIAL}"`);
-    expect(attributes).toContain('"LastErrorCode": "rate_limit_exceeded"');
+    expect(attributes).toContain('"LastErrorCode": "maintenance"');
     expect(attributes).toMatch(/"NextAttemptAt": "\d{4}-\d\d-\d\dT/);
     expect(attributes).not.toContain('sk_');
     await page.close();

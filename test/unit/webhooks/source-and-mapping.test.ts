@@ -4,7 +4,8 @@
  */
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, resolveWebhookSecrets } from '../../../src/config.js';
+import { loadConfig, resolveWebhookSecrets } from '../../../src/config.js';
+import { ConfigError } from '../../../src/errors.js';
 import { mapDelivery } from '../../../src/webhooks/mapping.js';
 import { formatJsonPath, parseJsonPath, readJsonPath, webhookSourceSchema } from '../../../src/webhooks/source.js';
 import { standardWebhookHeaders, verifierFor } from '../../../src/webhooks/verify.js';
@@ -52,7 +53,7 @@ describe('RETRYQ_WEBHOOK_SOURCES', () => {
       ]),
       RETRYQ_WEBHOOK_MAX_BODY: 'lots',
     });
-    const where = err.problems.map((p) => p.variable);
+    const where = err.problems.map((p) => p.path);
     expect(where).toEqual(
       expect.arrayContaining([
         'RETRYQ_WEBHOOK_SOURCES[0].name',
@@ -77,7 +78,7 @@ describe('RETRYQ_WEBHOOK_SOURCES', () => {
         },
       ]),
     });
-    expect(err.problems.map((p) => p.variable)).toEqual(
+    expect(err.problems.map((p) => p.path)).toEqual(
       expect.arrayContaining([
         'RETRYQ_WEBHOOK_SOURCES[0].mapping.state',
         'RETRYQ_WEBHOOK_SOURCES[1].mapping.deliveryId',
@@ -205,7 +206,7 @@ describe('mapping a delivery', () => {
     expect(mapped.kind).toBe('invalid');
     const problems = mapped.kind === 'invalid' ? mapped.problems : [];
     expect(problems.map((p) => p.path)).toEqual(['headers.webhook-id', 'data.status', 'data.key']);
-    expect(problems[1]).toMatchObject({ received: '"exploded"' });
+    expect(problems[1]).toMatchObject({ received: 'exploded' });
     expect(problems[1]!.message).toContain('"succeeded"');
   });
 });

@@ -1,0 +1,385 @@
+/**
+ * The worker side of load control: one {@link CredentialGates} per worker process, shared by the dispatch and
+ * inspect activities of every credential. Before a provider call an activity asks {@link CredentialGates.admit};
+ * after a rate-limit or quota answer it reports it ({@link CredentialGates.rateLimited},
+ * {@link CredentialGates.blocked}).
+ *
+ * Per credential, the gates talk to the credential's entity workflow (src/workflows/credential.ts) through one
+ * channel at a time: slot requests that pile up while a call is out go together in the next update (so a process
+ * sends at most one update per credential at a time), and reports go first. Each answer refreshes an in-process
+ * cache of the gate, converted to this process's clock; right before sending, an activity checks that cache, and
+ * when it is older than {@link CACHE_FRESH_MS} it asks the entity (a query: no history) whether another process
+ * closed the gate in the meantime.
+ *
+ * @example
+ * ```ts
+ * const gates = new CredentialGates({ client, prefix: 'retryq', credentials: config.credentials });
+ * const admission = await gates.admit('acme-prod', 'dispatch');
+ * if (admission.kind === 'held') throw credentialHeldFailure(admission.hold, 'POST', 'dispatch');
+ * ```
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { WithStartWorkflowOperation } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import { WorkflowIdConflictPolicy } from '@temporalio/common';
+import type { CredentialHold } from '../failures.js';
+import type { BudgetSplit } from '../policy/index.js';
+import { taskQueues } from '../task-queues.js';
+import {
+  acquireSlotsUpdate,
+  blockUpdate,
+  credentialStateQuery,
+  credentialWorkflow,
+  credentialWorkflowId,
+  rateLimitedUpdate,
+} from '../workflows/credential.js';
+import type { AcquireAnswer, BlockState, CredentialState, SlotAnswer, SlotKind } from '../workflows/credential.js';
+import type { LoadMetrics } from './metrics.js';
+
+/** How old the in-process view of a gate may be before a call is sent without asking the entity again. */
+export const CACHE_FRESH_MS = 250;
+/** Slots further ahead than this are not waited for inside the activity: the intent waits durably instead. */
+export const DEFAULT_HORIZON_MS = 10_000;
+/** Most wants sent in one update. */
+const BATCH = 64;
+
+export interface CredentialGatesOptions {
+  client: Client;
+  /** Task queue prefix (the entity workflows run on `<prefix>.credentials`). @default 'retryq' */
+  prefix?: string;
+  /** Each credential's budget (from config). */
+  budgets: ReadonlyMap<string, BudgetSplit>;
+  /** @default Date.now */
+  clock?: () => number;
+  /** @default {@link DEFAULT_HORIZON_MS} */
+  horizonMs?: number;
+  metrics?: LoadMetrics | undefined;
+}
+
+/** What {@link CredentialGates.admit} decided: send now, or do not send (and why). */
+export type Admission = { kind: 'go' } | { kind: 'held'; hold: CredentialHold };
+
+interface Want {
+  kind: SlotKind;
+  resolve: (answer: Answered) => void;
+}
+
+/** An answer and the entity's clock when it gave it. */
+interface Answered {
+  answer: SlotAnswer;
+  entityNowMs: number | undefined;
+}
+
+/** The in-process view of one credential's entity, on this process's clock. */
+interface View {
+  closedUntil: Record<SlotKind, number>;
+  reason: Record<SlotKind, string | undefined>;
+  blocked: BlockState | undefined;
+  /** When the view was last confirmed by the entity (local clock). */
+  refreshedAt: number;
+  /** When this process last closed a gate itself (local clock): answers to older requests must not reopen it. */
+  closedLocallyAt: Record<SlotKind, number>;
+  /** Local clock − entity clock, estimated from the last answer (includes the answer's latency: errs late). */
+  offsetMs: number | undefined;
+  /**
+   * The smallest such estimate seen: the entity's clock plus the quickest answer. Sends are aligned to it, so that a
+   * slow answer (the entity's workflow task started long before it ran the handler) does not shift one send against
+   * the others. Never below the true difference, so a send never comes before its slot.
+   */
+  minOffsetMs: number;
+}
+
+class CredentialChannel {
+  readonly view: View = {
+    closedUntil: { dispatch: 0, inspect: 0 },
+    reason: { dispatch: undefined, inspect: undefined },
+    blocked: undefined,
+    refreshedAt: Number.NEGATIVE_INFINITY,
+    closedLocallyAt: { dispatch: Number.NEGATIVE_INFINITY, inspect: Number.NEGATIVE_INFINITY },
+    offsetMs: undefined,
+    minOffsetMs: Number.POSITIVE_INFINITY,
+  };
+  readonly #wants: Want[] = [];
+  readonly #reports: Array<() => Promise<void>> = [];
+  #busy = false;
+  #querying: Promise<void> | undefined;
+
+  constructor(
+    readonly credential: string,
+    readonly budget: BudgetSplit,
+    readonly gates: CredentialGates,
+  ) {}
+
+  get workflowId(): string {
+    return credentialWorkflowId(this.credential, this.gates.prefix);
+  }
+
+  request(kind: SlotKind): Promise<Answered> {
+    return new Promise((resolve) => {
+      this.#wants.push({ kind, resolve });
+      this.#pump();
+    });
+  }
+
+  report(job: () => Promise<void>): Promise<void> {
+    return new Promise((resolve) => {
+      this.#reports.push(() => job().finally(resolve));
+      this.#pump();
+    });
+  }
+
+  #pump(): void {
+    if (this.#busy) return;
+    const report = this.#reports.shift();
+    if (report) {
+      this.#busy = true;
+      void report().finally(() => {
+        this.#busy = false;
+        this.#pump();
+      });
+      return;
+    }
+    if (this.#wants.length === 0) return;
+    const batch = this.#wants.splice(0, BATCH);
+    this.#busy = true;
+    void this.#acquire(batch).finally(() => {
+      this.#busy = false;
+      this.#pump();
+    });
+  }
+
+  /** One update for a batch of wants; on repeated failure the wants are held briefly (never sent blind). */
+  async #acquire(batch: Want[]): Promise<void> {
+    const request = { wants: batch.map((w) => w.kind), horizonMs: this.gates.horizonMs, budget: this.budget };
+    let lastError: unknown;
+    for (let attempt = 0; attempt < 4; attempt++) {
+      try {
+        const askedAt = this.gates.clock();
+        const answer = await this.gates.client.workflow.executeUpdateWithStart(acquireSlotsUpdate, {
+          args: [request],
+          startWorkflowOperation: this.startOperation(),
+        });
+        this.#absorb(answer, askedAt);
+        batch.forEach((w, i) =>
+          w.resolve({
+            answer: answer.answers[i] ?? unavailable('no answer for this request'),
+            entityNowMs: answer.nowMs,
+          }),
+        );
+        return;
+      } catch (err) {
+        lastError = err;
+        if (process.env['RETRYQ_LOAD_DEBUG'])
+          process.stderr.write(`load control: slot request failed: ${String(err)}\n`);
+        await sleep(100 * 2 ** attempt);
+      }
+    }
+    const why = lastError instanceof Error ? lastError.message : String(lastError);
+    for (const w of batch) w.resolve({ answer: unavailable(why), entityNowMs: undefined });
+  }
+
+  startOperation() {
+    return new WithStartWorkflowOperation(credentialWorkflow, {
+      workflowId: this.workflowId,
+      taskQueue: taskQueues(this.gates.prefix).credentials,
+      args: [{ credential: this.credential, budget: this.budget }],
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+      staticSummary: `load control of credential ${this.credential}`,
+    });
+  }
+
+  #absorb(answer: AcquireAnswer, askedAt: number): void {
+    const now = this.gates.clock();
+    this.view.offsetMs = now - answer.nowMs;
+    this.view.minOffsetMs = Math.min(this.view.minOffsetMs, this.view.offsetMs);
+    for (const kind of ['dispatch', 'inspect'] as const) {
+      const until = answer.gates[kind] > 0 ? now + answer.gates[kind] : 0;
+      // The entity's word replaces this process's view, unless this process closed the gate after asking (the
+      // entity may not have had the report yet).
+      this.view.closedUntil[kind] =
+        this.view.closedLocallyAt[kind] >= askedAt ? Math.max(this.view.closedUntil[kind], until) : until;
+      this.view.reason[kind] = answer.reasons[kind] ?? this.view.reason[kind];
+    }
+    this.view.blocked = answer.blocked;
+    this.view.refreshedAt = now;
+    this.gates.metrics?.view(this.credential, this.view.closedUntil, this.view.blocked, now);
+  }
+
+  /** Refreshes the view from the entity's state (a query), unless it is fresh. One query at a time. */
+  async refresh(): Promise<void> {
+    if (this.gates.clock() - this.view.refreshedAt <= CACHE_FRESH_MS) return;
+    this.#querying ??= (async () => {
+      try {
+        const state = await this.gates.client.workflow.getHandle(this.workflowId).query(credentialStateQuery);
+        this.#absorbState(state);
+      } catch {
+        // No entity yet (nothing was ever sent) or it is briefly unreachable: keep the last view.
+      } finally {
+        this.#querying = undefined;
+      }
+    })();
+    await this.#querying;
+  }
+
+  #absorbState(state: CredentialState): void {
+    const now = this.gates.clock();
+    const offset = this.view.offsetMs;
+    if (offset === undefined) return;
+    for (const kind of ['dispatch', 'inspect'] as const) {
+      const until = state.gates[kind].closedUntil;
+      const local = until ? Date.parse(until) + offset : 0;
+      // Only ever later: a query may lag behind what this process already knows.
+      if (local > this.view.closedUntil[kind]) {
+        this.view.closedUntil[kind] = local;
+        this.view.reason[kind] = state.gates[kind].reason;
+      }
+    }
+    this.view.blocked = state.blocked;
+    this.view.refreshedAt = now;
+    this.gates.metrics?.view(this.credential, this.view.closedUntil, this.view.blocked, now);
+  }
+}
+
+function unavailable(why: string): SlotAnswer {
+  return {
+    kind: 'held',
+    reason: 'paced',
+    holdMs: 5_000,
+    rank: 0,
+    why: `load control unavailable: ${why.slice(0, 200)}`,
+  };
+}
+
+/** Load control of every credential in one worker process. */
+export class CredentialGates {
+  readonly client: Client;
+  readonly prefix: string;
+  readonly clock: () => number;
+  readonly horizonMs: number;
+  readonly metrics: LoadMetrics | undefined;
+  readonly #channels = new Map<string, CredentialChannel>();
+
+  constructor(options: CredentialGatesOptions) {
+    this.client = options.client;
+    this.prefix = options.prefix ?? 'retryq';
+    this.clock = options.clock ?? Date.now;
+    this.horizonMs = options.horizonMs ?? DEFAULT_HORIZON_MS;
+    this.metrics = options.metrics;
+    for (const [id, budget] of options.budgets) {
+      this.#channels.set(id, new CredentialChannel(id, budget, this));
+      this.metrics?.budget(id, budget);
+    }
+  }
+
+  #channel(credential: string): CredentialChannel | undefined {
+    return this.#channels.get(credential);
+  }
+
+  /**
+   * Waits for a send slot of `kind` and checks the gate right before returning `go`. Returns `held` (send nothing)
+   * when the gate is closed, the credential is blocked, or the next slot lies beyond the horizon. A credential this
+   * process has no budget for is let through (the call then fails on the missing secret).
+   */
+  async admit(credential: string, kind: SlotKind, signal?: AbortSignal): Promise<Admission> {
+    const channel = this.#channel(credential);
+    if (!channel) return { kind: 'go' };
+    const m = this.metrics;
+    m?.waiting(credential, kind, +1);
+    try {
+      for (;;) {
+        const { answer, entityNowMs } = await channel.request(kind);
+        if (answer.kind === 'blocked') {
+          m?.held(credential, kind, 'blocked');
+          return { kind: 'held', hold: { kind: 'blocked', credential, reason: answer.reason, since: answer.since } };
+        }
+        if (answer.kind === 'held') {
+          m?.held(credential, kind, answer.reason);
+          return {
+            kind: 'held',
+            hold: {
+              kind: answer.reason,
+              credential,
+              holdMs: answer.holdMs,
+              rank: answer.rank,
+              perMinute: kind === 'dispatch' ? channel.budget.dispatchPerMinute : channel.budget.inspectPerMinute,
+              why: answer.why,
+            },
+          };
+        }
+        // Send at the slot on the entity's timeline (aligned by the best offset seen), never before it.
+        const target =
+          entityNowMs !== undefined && Number.isFinite(channel.view.minOffsetMs)
+            ? entityNowMs + answer.waitMs + channel.view.minOffsetMs
+            : this.clock() + answer.waitMs;
+        const waitMs = Math.min(answer.waitMs, target - this.clock());
+        if (waitMs > 0) await sleep(waitMs, undefined, signal ? { signal } : {});
+        // Right before sending: did this or another process close the gate meanwhile?
+        await channel.refresh();
+        const now = this.clock();
+        if (channel.view.closedUntil[kind] > now || (kind === 'dispatch' && channel.view.blocked)) continue; // ask again: the entity hands out the held place
+        m?.granted(credential, kind);
+        return { kind: 'go' };
+      }
+    } finally {
+      m?.waiting(credential, kind, -1);
+    }
+  }
+
+  /**
+   * A rate-limit answer for `credential`: closes the gate of `kind` in this process at once and in every process
+   * through the entity. `delayMs` is how long from now the provider asked to wait (a floor when it said nothing).
+   */
+  async rateLimited(credential: string, kind: SlotKind, delayMs: number, reason: string): Promise<void> {
+    const channel = this.#channel(credential);
+    if (!channel) return;
+    const now = this.clock();
+    channel.view.closedUntil[kind] = Math.max(channel.view.closedUntil[kind], now + delayMs);
+    channel.view.closedLocallyAt[kind] = now;
+    channel.view.reason[kind] = reason;
+    this.metrics?.rateLimited(credential, kind);
+    this.metrics?.view(credential, channel.view.closedUntil, channel.view.blocked, now);
+    await channel.report(async () => {
+      // Only the time still left: the report may have queued behind other calls.
+      const left = Math.max(0, now + delayMs - this.clock());
+      await this.#retrying(() =>
+        this.client.workflow.executeUpdateWithStart(rateLimitedUpdate, {
+          args: [{ kind, delayMs: left, reason }],
+          startWorkflowOperation: channel.startOperation(),
+        }),
+      );
+    });
+  }
+
+  /** A quota or spending-limit answer: blocks the credential's dispatches in every process until resumed. */
+  async blocked(credential: string, reason: string, code: string | undefined): Promise<void> {
+    const channel = this.#channel(credential);
+    if (!channel) return;
+    channel.view.blocked ??= { reason, since: new Date(this.clock()).toISOString(), ...(code ? { code } : {}) };
+    this.metrics?.view(credential, channel.view.closedUntil, channel.view.blocked, this.clock());
+    await channel.report(() =>
+      this.#retrying(() =>
+        this.client.workflow.executeUpdateWithStart(blockUpdate, {
+          args: [{ reason, ...(code ? { code } : {}) }],
+          startWorkflowOperation: channel.startOperation(),
+        }),
+      ),
+    );
+  }
+
+  /** A few tries; when the entity stays unreachable the local gate still holds this process. */
+  async #retrying(call: () => Promise<unknown>): Promise<void> {
+    for (let attempt = 0; attempt < 4; attempt++) {
+      try {
+        await call();
+        return;
+      } catch {
+        await sleep(100 * 2 ** attempt);
+      }
+    }
+  }
+
+  /** This process's view of each credential (for metrics and the demo). */
+  views(): Map<string, Readonly<View>> {
+    return new Map([...this.#channels].map(([id, c]) => [id, c.view]));
+  }
+}

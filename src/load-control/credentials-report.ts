@@ -1,0 +1,174 @@
+/**
+ * What `retryq credentials` shows and does: each credential's budget split, gate and block (from its entity
+ * workflow) with its in-flight and waiting intents (from visibility), and `resume` after a quota block.
+ *
+ * @example
+ * ```ts
+ * const rows = await credentialsReport({ client, prefix: 'retryq', credentials: config.credentials });
+ * console.log(formatCredentials(rows));
+ * await resumeCredential({ client, prefix: 'retryq', credential: 'acme-prod' });
+ * ```
+ */
+import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
+import { budgetOf } from '../config.js';
+import type { CredentialConfig } from '../config.js';
+import type { BudgetSplit } from '../policy/index.js';
+import { credentialStateQuery, credentialWorkflowId, resumeUpdate, retryNowSignal } from '../workflows/index.js';
+import type { CredentialState } from '../workflows/index.js';
+import { workflowIdOf } from '../client.js';
+import { CredentialNotFoundError } from '../errors.js';
+
+/** One gate as reported: open, or closed until a time. */
+export interface GateReport {
+  state: 'open' | 'closed';
+  /** ISO, when closed. */
+  closedUntil: string | null;
+  /** What closed it last (also after it opened again). */
+  reason: string | null;
+}
+
+/** One credential's load-control state. */
+export interface CredentialReport {
+  credential: string;
+  /** The configured split (what the workers use). */
+  budget: BudgetSplit;
+  /** The dispatch gate (closed after a rate-limit answer, until the permitted time). */
+  gate: GateReport;
+  /** The inspection gate (inspections run within their reserve while dispatches are gated). */
+  inspectGate: GateReport;
+  /** Set after a quota or spending-limit answer until `retryq credentials resume`. */
+  blocked: { reason: string; since: string } | null;
+  /** Intents of this credential dispatching or inspecting now (queued for or in a provider call). */
+  inFlight: number;
+  /** Intents of this credential waiting (for a Retry-After, backoff, the gate, a slot, or a resume). */
+  waiting: number;
+  /** Whether the credential's entity exists (it is created by the first call). */
+  active: boolean;
+  /** Calls let through and held since the entity started. */
+  counters: CredentialState['counters'] | null;
+}
+
+export interface ReportOptions {
+  client: Client;
+  /** @default 'retryq' */
+  prefix?: string;
+  credentials: readonly CredentialConfig[];
+  /** @default Date.now */
+  now?: () => number;
+}
+
+async function countOf(client: Client, query: string): Promise<number> {
+  try {
+    return (await client.workflow.count(query)).count;
+  } catch {
+    return 0;
+  }
+}
+
+function gateOf(g: CredentialState['gates']['dispatch'] | undefined, nowMs: number): GateReport {
+  const until = g?.closedUntil ? Date.parse(g.closedUntil) : 0;
+  return until > nowMs
+    ? { state: 'closed', closedUntil: g?.closedUntil ?? null, reason: g?.reason ?? null }
+    : { state: 'open', closedUntil: null, reason: g?.reason ?? null };
+}
+
+/** The report of every configured credential. */
+export async function credentialsReport(options: ReportOptions): Promise<CredentialReport[]> {
+  const { client } = options;
+  const now = (options.now ?? Date.now)();
+  return Promise.all(
+    options.credentials.map(async (c): Promise<CredentialReport> => {
+      let state: CredentialState | undefined;
+      try {
+        state = await client.workflow.getHandle(credentialWorkflowId(c.id, options.prefix)).query(credentialStateQuery);
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+      }
+      const running = `Credential = "${c.id}" AND ExecutionStatus = "Running"`;
+      const [inFlight, waiting] = await Promise.all([
+        countOf(client, `${running} AND RetryPhase IN ("dispatching", "inspecting", "scheduled")`),
+        countOf(client, `${running} AND RetryPhase = "waiting"`),
+      ]);
+      return {
+        credential: c.id,
+        budget: budgetOf(c),
+        gate: gateOf(state?.gates.dispatch, now),
+        inspectGate: gateOf(state?.gates.inspect, now),
+        blocked: state?.blocked ? { reason: state.blocked.reason, since: state.blocked.since } : null,
+        inFlight,
+        waiting,
+        active: state !== undefined,
+        counters: state?.counters ?? null,
+      };
+    }),
+  );
+}
+
+const time = (iso: string) => `${iso.slice(11, 19)} UTC`;
+
+/** The report as a table for people. */
+export function formatCredentials(rows: readonly CredentialReport[]): string {
+  if (rows.length === 0) return 'No credentials configured (RETRYQ_CREDENTIALS).';
+  const lines = rows.map((r) => {
+    const b = r.budget;
+    const gate =
+      r.gate.state === 'closed'
+        ? `rate limited until ${time(r.gate.closedUntil ?? '')}${r.gate.reason ? ` (${r.gate.reason})` : ''}`
+        : 'open';
+    const blocked = r.blocked ? `BLOCKED since ${time(r.blocked.since)}: ${r.blocked.reason}` : 'not blocked';
+    return [
+      `${r.credential}`,
+      `  budget     ${b.totalPerMinute}/min: dispatch ${b.dispatchPerMinute}/min while inspections run, inspections ${b.inspectPerMinute}/min reserved`,
+      `  gate       ${gate}${r.inspectGate.state === 'closed' ? `; inspections rate limited until ${time(r.inspectGate.closedUntil ?? '')}` : ''}`,
+      `  blocked    ${blocked}${r.blocked ? ` — run \`retryq credentials resume ${r.credential}\` once the limit is lifted` : ''}`,
+      `  intents    ${r.inFlight} in flight, ${r.waiting} waiting`,
+      r.counters
+        ? `  calls      ${r.counters.granted.dispatch} dispatches and ${r.counters.granted.inspect} inspections let through, ${r.counters.held.dispatch + r.counters.held.inspect} held, ${r.counters.gateClosures} gate closures`
+        : '  calls      none yet',
+    ].join('\n');
+  });
+  return lines.join('\n\n');
+}
+
+/** One line for a live progress display: `acme-prod: gate closed until 12:03:07 UTC · not blocked · 4 in flight, 20 waiting`. */
+export function credentialLine(r: CredentialReport): string {
+  const gate = r.gate.state === 'closed' ? `gate closed until ${time(r.gate.closedUntil ?? '')}` : 'gate open';
+  const blocked = r.blocked ? `BLOCKED (${r.blocked.reason})` : 'not blocked';
+  return `${r.credential}: ${r.budget.totalPerMinute}/min · ${gate} · ${blocked} · ${r.inFlight} in flight, ${r.waiting} waiting`;
+}
+
+/**
+ * Lifts a credential's block and wakes its waiting intents at once (they would otherwise look again within a few
+ * minutes). Returns what the block was and how many intents were woken.
+ */
+export async function resumeCredential(options: {
+  client: Client;
+  prefix?: string;
+  credential: string;
+}): Promise<{ wasBlocked: { reason: string; since: string } | null; woken: number }> {
+  const { client, credential } = options;
+  let wasBlocked: { reason: string; since: string } | null;
+  try {
+    const result = await client.workflow
+      .getHandle(credentialWorkflowId(credential, options.prefix))
+      .executeUpdate(resumeUpdate, { args: [{ by: 'retryq credentials resume' }] });
+    wasBlocked = result.wasBlocked ? { reason: result.wasBlocked.reason, since: result.wasBlocked.since } : null;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) throw new CredentialNotFoundError(credential);
+    throw err;
+  }
+  let woken = 0;
+  for await (const wf of client.workflow.list({
+    query: `Credential = "${credential}" AND RetryPhase = "waiting" AND ExecutionStatus = "Running"`,
+  })) {
+    if (!wf.workflowId.startsWith(workflowIdOf(''))) continue;
+    try {
+      await client.workflow.getHandle(wf.workflowId).signal(retryNowSignal);
+      woken++;
+    } catch {
+      // Ended meanwhile.
+    }
+  }
+  return { wasBlocked, woken };
+}

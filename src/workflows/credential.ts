@@ -1,0 +1,262 @@
+/**
+ * The credential entity workflow: one long-lived workflow per credential (id `credential:<id>`, see
+ * {@link credentialWorkflowId}) that every worker process shares. It holds the credential's load control state:
+ *
+ * - the **pacer**: send slots for dispatches and inspections inside the one budget (src/policy/load.ts), handed
+ *   out through {@link acquireSlotsUpdate}, whatever the task queues' partitioning;
+ * - the **gates**: after a rate-limit answer a gate is closed until the permitted time ({@link rateLimitedSignal});
+ *   the state is a time, not a lock, so it opens on its own even if every process that saw the 429 is gone;
+ * - the **block**: a quota or spending-limit answer ({@link blockSignal}) holds the credential until an operator
+ *   resumes it ({@link resumeUpdate}).
+ *
+ * Activities talk to it with relative durations only (wait so long, closed for so long): the entity counts on its
+ * own clock (workflow time), each worker on its own, and neither has to agree with the other. The history is kept
+ * short with continue-as-new.
+ *
+ * @example
+ * ```ts
+ * const answer = await client.workflow.executeUpdateWithStart(acquireSlotsUpdate, {
+ *   args: [{ wants: ['dispatch'], horizonMs: 10_000, budget }],
+ *   startWorkflowOperation: WithStartWorkflowOperation.create(credentialWorkflow, { … }),
+ * });
+ * ```
+ */
+import {
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  defineQuery,
+  defineUpdate,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { grantSlot, initialPacer } from '../policy/load.js';
+import type { BudgetSplit, PacerState } from '../policy/load.js';
+
+/** The entity workflow's id for a credential under a task-queue prefix (`credential:acme-prod`, or with `@prefix`). */
+export function credentialWorkflowId(credential: string, prefix = 'retryq'): string {
+  return prefix === 'retryq' ? `credential:${credential}` : `credential:${credential}@${prefix}`;
+}
+
+export type SlotKind = 'dispatch' | 'inspect';
+
+/** One gate: closed until a time (entity clock), and why. */
+export interface GateState {
+  closedUntilMs: number;
+  /** What closed it last: `HTTP 429 rate_limit_exceeded (Retry-After: 30)`. */
+  reason?: string | undefined;
+  /** Held dispatches handed a place since the gate last closed (their wake-ups are spread by it). */
+  held: number;
+}
+
+export interface BlockState {
+  reason: string;
+  /** ISO time the block was set (entity clock). */
+  since: string;
+  code?: string | undefined;
+}
+
+export interface CredentialCounters {
+  granted: { dispatch: number; inspect: number };
+  held: { dispatch: number; inspect: number };
+  blockedAnswers: number;
+  gateClosures: number;
+}
+
+/** What continues across continue-as-new. */
+export interface CredentialCarried {
+  pacer: PacerState;
+  gates: Record<SlotKind, GateState>;
+  blocked: BlockState | undefined;
+  counters: CredentialCounters;
+}
+
+export interface CredentialWorkflowInput {
+  credential: string;
+  budget: BudgetSplit;
+  carried?: CredentialCarried;
+}
+
+/** A batch of slot requests from one worker process. */
+export interface AcquireRequest {
+  wants: SlotKind[];
+  /** Grant a slot only if it lies at most this far ahead; otherwise answer `held` (reason `paced`). */
+  horizonMs: number;
+  /** The requester's view of the budget (config); the entity adopts the latest. */
+  budget: BudgetSplit;
+}
+
+/** The answer to one want. Durations are relative to the moment the entity answered. */
+export type SlotAnswer =
+  | { kind: 'granted'; waitMs: number }
+  | { kind: 'held'; reason: 'rate_limited' | 'paced'; holdMs: number; rank: number; why?: string | undefined }
+  | { kind: 'blocked'; reason: string; since: string; code?: string | undefined };
+
+export interface AcquireAnswer {
+  answers: SlotAnswer[];
+  /** The entity's clock when it answered (lets a worker convert the state query's times to its own clock). */
+  nowMs: number;
+  /** What closed each gate last. */
+  reasons: Record<SlotKind, string | undefined>;
+  /** How long each gate stays closed from now (0 when open), and the block, for the worker's cache. */
+  gates: Record<SlotKind, number>;
+  blocked: BlockState | undefined;
+}
+
+/** A rate-limit answer seen by an activity: close the gate of `kind` for `delayMs` from now (entity clock). */
+export interface RateLimitedReport {
+  kind: SlotKind;
+  delayMs: number;
+  reason: string;
+}
+
+/** A quota or spending-limit answer: block the credential until resumed. */
+export interface BlockReport {
+  reason: string;
+  code?: string | undefined;
+}
+
+/** The credential's state for `retryq credentials`, the demo and metrics. Times are ISO (entity clock). */
+export interface CredentialState {
+  credential: string;
+  budget: BudgetSplit;
+  gates: Record<SlotKind, { closedUntil: string | undefined; reason: string | undefined; held: number }>;
+  blocked: BlockState | undefined;
+  counters: CredentialCounters;
+  /** The entity's clock when it last ran (queries do not move it). */
+  asOf: string;
+}
+
+export const acquireSlotsUpdate = defineUpdate<AcquireAnswer, [AcquireRequest]>('acquireSlots');
+/** Reports are updates, not signals: once one returns, every later slot request sees it. */
+export const rateLimitedUpdate = defineUpdate<void, [RateLimitedReport]>('rateLimited');
+export const blockUpdate = defineUpdate<void, [BlockReport]>('block');
+export const resumeUpdate = defineUpdate<{ wasBlocked: BlockState | undefined }, [{ by?: string }]>('resume');
+export const credentialStateQuery = defineQuery<CredentialState>('credentialState');
+
+/** Updates per run before continuing as new (each adds a few events). */
+const UPDATES_PER_RUN = 500;
+
+function freshCounters(): CredentialCounters {
+  return {
+    granted: { dispatch: 0, inspect: 0 },
+    held: { dispatch: 0, inspect: 0 },
+    blockedAnswers: 0,
+    gateClosures: 0,
+  };
+}
+
+/** The credential's entity. Runs until terminated; continues as new to keep its history short. */
+export async function credentialWorkflow(input: CredentialWorkflowInput): Promise<void> {
+  let budget = input.budget;
+  let pacer = input.carried?.pacer ?? initialPacer();
+  const gates: Record<SlotKind, GateState> = input.carried?.gates ?? {
+    dispatch: { closedUntilMs: 0, held: 0 },
+    inspect: { closedUntilMs: 0, held: 0 },
+  };
+  let blocked = input.carried?.blocked;
+  const counters = input.carried?.counters ?? freshCounters();
+  let updates = 0;
+
+  const openFor = (kind: SlotKind, now: number) => Math.max(0, gates[kind].closedUntilMs - now);
+
+  setHandler(
+    acquireSlotsUpdate,
+    (req) => {
+      updates++;
+      budget = req.budget;
+      const now = Date.now();
+      const answers: SlotAnswer[] = req.wants.map((kind): SlotAnswer => {
+        // A block holds dispatches; inspections still run (they resolve what was sent, and spend nothing).
+        if (blocked && kind === 'dispatch') {
+          counters.blockedAnswers++;
+          return { kind: 'blocked', reason: blocked.reason, since: blocked.since, code: blocked.code };
+        }
+        const gate = gates[kind];
+        if (gate.closedUntilMs > now) {
+          counters.held[kind]++;
+          return {
+            kind: 'held',
+            reason: 'rate_limited',
+            holdMs: gate.closedUntilMs - now,
+            rank: gate.held++,
+            why: gate.reason,
+          };
+        }
+        const { grant, state } = grantSlot(pacer, kind, now, budget, req.horizonMs);
+        if (grant.kind === 'later') {
+          counters.held[kind]++;
+          return { kind: 'held', reason: 'paced', holdMs: grant.atMs - now, rank: 0 };
+        }
+        pacer = state;
+        counters.granted[kind]++;
+        return { kind: 'granted', waitMs: Math.max(0, Math.ceil(grant.atMs - now)) };
+      });
+      return {
+        answers,
+        nowMs: now,
+        reasons: { dispatch: gates.dispatch.reason, inspect: gates.inspect.reason },
+        gates: { dispatch: openFor('dispatch', now), inspect: openFor('inspect', now) },
+        blocked,
+      };
+    },
+    {
+      validator: (req: AcquireRequest) => {
+        if (!Array.isArray(req.wants) || req.wants.some((w: unknown) => w !== 'dispatch' && w !== 'inspect'))
+          throw new Error('wants must list "dispatch" or "inspect"');
+        if (!(req.budget.dispatchPerMinute > 0 && req.budget.inspectPerMinute > 0 && req.budget.totalPerMinute > 0))
+          throw new Error('the budget must have positive rates');
+      },
+    },
+  );
+
+  setHandler(rateLimitedUpdate, ({ kind, delayMs, reason }) => {
+    updates++;
+    const gate = gates[kind];
+    if (!gate) return;
+    const until = Date.now() + Math.max(0, Math.min(delayMs, 366 * 86_400_000));
+    if (until > gate.closedUntilMs) {
+      // A new closure: held places count afresh from this floor.
+      if (gate.closedUntilMs <= Date.now()) gate.held = 0;
+      gate.closedUntilMs = until;
+      gate.reason = reason.slice(0, 200);
+      counters.gateClosures++;
+    }
+  });
+
+  setHandler(blockUpdate, ({ reason, code }) => {
+    updates++;
+    blocked ??= { reason: reason.slice(0, 300), since: new Date().toISOString(), ...(code ? { code } : {}) };
+  });
+
+  setHandler(resumeUpdate, () => {
+    updates++;
+    const was = blocked;
+    blocked = undefined;
+    return { wasBlocked: was };
+  });
+
+  setHandler(credentialStateQuery, () => {
+    const view = (g: GateState) => ({
+      closedUntil: g.closedUntilMs > 0 ? new Date(g.closedUntilMs).toISOString() : undefined,
+      reason: g.reason,
+      held: g.held,
+    });
+    return {
+      credential: input.credential,
+      budget,
+      gates: { dispatch: view(gates.dispatch), inspect: view(gates.inspect) },
+      blocked,
+      counters,
+      asOf: new Date().toISOString(),
+    };
+  });
+
+  await condition(() => updates >= UPDATES_PER_RUN || workflowInfo().continueAsNewSuggested);
+  await condition(allHandlersFinished);
+  await continueAsNew<typeof credentialWorkflow>({
+    credential: input.credential,
+    budget,
+    carried: { pacer, gates, blocked, counters },
+  });
+}
