@@ -55,14 +55,6 @@ export { connectWorker } from './temporal/connect.js';
 export { taskQueues } from './task-queues.js';
 export type { TaskQueues } from './task-queues.js';
 
-/**
- * How long a workflow task may wait on a worker's sticky queue before Temporal hands it to any worker (Temporal's
- * `stickyQueueScheduleToStartTimeout`, default 10 s). Short, so the intents of a worker that died move on within
- * seconds; long enough that a live worker busy with a wake-up storm rarely loses its tasks to another replay
- * (docs/operations.md, "Behaviour under faults", has the measurements).
- */
-export const STICKY_QUEUE_TIMEOUT_MS = 5_000;
-
 /** The folder of this module: `src/` when run from the sources, `dist/` in the built package. */
 const codeDir = path.dirname(fileURLToPath(import.meta.url));
 
@@ -176,7 +168,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
         maxConcurrentWorkflowTaskExecutions: tuning.workflowTaskConcurrency,
         // A dead worker's intents move to another worker this long after their next task landed on its sticky
         // queue (docs/operations.md, "Behaviour under faults"; Temporal's default is 10 s).
-        stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT_MS,
+        stickyQueueScheduleToStartTimeout: tuning.stickyQueueTimeoutMs,
       }),
     );
     // The credentials' entity workflows, on their own queue: a burst of intent tasks never delays a send slot.
@@ -187,7 +179,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
           namespace,
           taskQueue: queues.credentials,
           workflowBundle,
-          stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT_MS,
+          stickyQueueScheduleToStartTimeout: tuning.stickyQueueTimeoutMs,
         }),
       );
   }
