@@ -114,7 +114,7 @@ export class World {
     child.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
     const lines = createInterface({ input: child.stdout });
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`worker process not ready after 300 s:\n${stderr}`)), 120_000);
+      const timer = setTimeout(() => reject(new Error(`worker process not ready after 300 s:\n${stderr}`)), 300_000);
       lines.on('line', (line) => {
         if (line.trim() !== 'ready') return;
         clearTimeout(timer);
