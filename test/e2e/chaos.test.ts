@@ -18,7 +18,7 @@ const started = (): World => {
 beforeAll(async () => {
   world = await World.start();
   await Promise.all([world.startWorker('workflows,actions,inspect'), world.startWorker('workflows,inspect')]);
-}, 300_000);
+}, 400_000);
 afterAll(async () => {
   await world?.close();
 }, 60_000);
