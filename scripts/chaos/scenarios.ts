@@ -130,17 +130,27 @@ export const scenarios: Scenario[] = [
   },
   {
     name: 'provider-refusing-connections',
-    fault: 'the provider refuses every connection (nothing is sent) for longer than maxAttempts 3 backoffs last',
+    fault:
+      'the provider refuses every connection (nothing is sent) until each intent has been refused three times, ' +
+      'more than its maxAttempts of 2 (under 0.1.0 each refusal used an attempt and the intents failed)',
     expect: 'succeeded',
     async run(world, size) {
       const prefix = `refusing-${Date.now()}`;
       world.setProvider(firstWrites(prefix, ['normal']));
-      const { resumed } = await world.sim.outage(size.outageMs);
+      await world.sim.stopListening();
       const downAt = Date.now();
       const keys = await world.submit(prefix, size.intents, {
-        policy: { maxAttempts: 3, baseDelay: '1s', maxBackoff: '4s' },
+        policy: { maxAttempts: 2, baseDelay: '1s', maxBackoff: '4s' },
       });
-      await resumed;
+      // Down for at least the given time, and until every intent met three refusals (or ended).
+      await sleep(size.outageMs);
+      await world.untilStatus(
+        keys,
+        (s) => s.attemptLog.length >= 3 || ['succeeded', 'failed', 'expired', 'cancelled'].includes(s.phase),
+        size.settleMs,
+        'three refusals for every intent',
+      );
+      await world.sim.resumeListening();
       const backAt = Date.now();
       const { doneAtMs, outcomes } = await world.settle(keys, size.settleMs);
       return {
