@@ -31,7 +31,8 @@ import type { ParseArgsConfig } from 'node:util';
 import { IdempotencyConflict, IntentNotFound, IntentValidationError, RetryqClient } from './client.js';
 import { ConfigError, loadConfig, resolveSecrets } from './config.js';
 import type { RetryqConfig } from './config.js';
-import { startDev } from './dev.js';
+import { claimDataDir, startDev } from './dev.js';
+import { DataDirError, DataDirInUseError, ServerRestartsExhaustedError } from './dev/errors.js';
 import type { IntentInput, IntentStatus } from './intent.js';
 import { projectRoot, resolveTemporalCli, resolveTestServer } from './temporal/binaries.js';
 import { TemporalUnreachable, connectClient, connectWorker } from './temporal/connect.js';
@@ -125,37 +126,40 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
       ? { rateLimitPerMinute: positiveInt('--demo-rate-limit', values['demo-rate-limit']) }
       : {}),
   };
-  const logFile = path.join(config.dev.dataDir, 'retryq-dev.log');
-  installRuntime({ level: 'INFO', coreLevel: 'WARN', logFile });
+  // First the data dir: a second `retryq dev` on it is refused before it takes any port.
+  const dataDir = await claimDataDir(config, io.err);
   let sim: Awaited<ReturnType<typeof startProviderSim>> | undefined;
-  if (withDemo) {
-    await assertPortFree('127.0.0.1', config.dev.simPort, 'simulated provider, RETRYQ_DEV_SIM_PORT');
-    sim = await startProviderSim({ port: config.dev.simPort, scenario: demoScenario(size) });
-  }
-  const devConfig = sim ? { ...config, credentials: [...config.credentials, demoCredential()] } : config;
-  const secrets = new Map(resolveSecrets(config.credentials));
-  if (sim) secrets.set(DEMO_CREDENTIAL, DEMO_API_KEY);
+  let metrics: Awaited<ReturnType<typeof startMetrics>> | undefined;
   let dev: Awaited<ReturnType<typeof startDev>>;
-  // Off unless asked for: a dev session should not take a fixed port of its own accord.
-  const metrics = await startMetrics(config.metricsPort ?? 0);
+  const devConfig = withDemo ? { ...config, credentials: [...config.credentials, demoCredential()] } : config;
   try {
-    dev = await startDev({ config: devConfig, secrets, log: io.err, metrics: metrics.metrics });
+    if (withDemo) {
+      await assertPortFree('127.0.0.1', config.dev.simPort, 'simulated provider, RETRYQ_DEV_SIM_PORT');
+      sim = await startProviderSim({ port: config.dev.simPort, scenario: demoScenario(size) });
+    }
+    const secrets = new Map(resolveSecrets(config.credentials));
+    if (withDemo) secrets.set(DEMO_CREDENTIAL, DEMO_API_KEY);
+    // Off unless asked for: a dev session should not take a fixed port of its own accord.
+    metrics = await startMetrics(config.metricsPort ?? 0);
+    dev = await startDev({ config: devConfig, secrets, log: io.err, metrics: metrics.metrics, dataDir });
   } catch (err) {
     await sim?.close();
-    await metrics.close();
+    await metrics?.close();
+    await dataDir.release();
     throw err;
   }
   const lines = [
     '',
     'retryq is running.',
     dev.uiUrl ? `  Temporal UI:   ${dev.uiUrl}/namespaces/${config.temporal.namespace}/workflows` : undefined,
-    `  Temporal:      ${config.temporal.address} (namespace ${config.temporal.namespace})`,
+    `  Temporal:      ${config.temporal.address} (namespace ${config.temporal.namespace}` +
+      `${dev.server ? `, server pid ${dev.server.pid}, supervised` : ''})`,
     `  Task queues:   ${config.taskQueuePrefix}.workflows` +
       (devConfig.credentials.length
         ? `, ${config.taskQueuePrefix}.{actions,inspect}.{${devConfig.credentials.map((c) => c.id).join(',')}}`
         : ''),
     sim ? `  Simulated provider: ${sim.url} (metrics: ${sim.url}/_sim/metrics)` : undefined,
-    `  Worker log:    ${logFile}`,
+    `  Log:           ${dev.logFile} (workers, SDK${dev.server ? ', Temporal server' : ''})`,
     '  Stop with Ctrl-C (drains the workers, then stops the server).',
     '',
   ];
@@ -201,13 +205,26 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
       (err: unknown) => io.err(`Demo stopped: ${err instanceof Error ? err.message : String(err)}`),
     );
   }
-  const first = await Promise.race([untilSignal().then(() => 'signal' as const), failed]);
+  let serverGaveUp: ServerRestartsExhaustedError | undefined;
+  const gaveUp = dev.serverGaveUp.then((err) => {
+    serverGaveUp = err;
+    return 'server gave up' as const;
+  });
+  const first = await Promise.race([untilSignal().then(() => 'signal' as const), failed, gaveUp]);
   stopDemo.abort();
-  io.err(first === 'signal' ? 'Stopping: draining workers…' : 'The workers stopped; shutting down…');
-  await dev.stop();
+  io.err(
+    first === 'signal'
+      ? 'Stopping: draining workers…'
+      : first === 'failed'
+        ? 'The workers stopped; shutting down…'
+        : 'Stopping the workers: the Temporal server is gone…',
+  );
+  // Without a server the workers cannot finish their tasks: do not wait the whole drain for them.
+  await (serverGaveUp ? Promise.race([dev.stop(), new Promise((r) => setTimeout(r, 10_000))]) : dev.stop());
   await sim?.close();
   await metrics.close();
   io.err('Stopped.');
+  if (serverGaveUp) throw serverGaveUp;
   if (workerError !== undefined) throw workerError instanceof Error ? workerError : new Error('worker failed');
   return ExitCode.ok;
 }
@@ -601,7 +618,16 @@ export async function main(argv: string[]): Promise<number> {
       io.err(`retryq: ${err.message}`);
       return ExitCode.conflict;
     }
-    if (err instanceof TemporalUnreachable || err instanceof PortInUse || err instanceof ServerExited) {
+    if (err instanceof DataDirError || err instanceof DataDirInUseError) {
+      io.err(`retryq: ${err.message}`);
+      return ExitCode.config;
+    }
+    if (
+      err instanceof TemporalUnreachable ||
+      err instanceof PortInUse ||
+      err instanceof ServerExited ||
+      err instanceof ServerRestartsExhaustedError
+    ) {
       io.err(`retryq: ${err.message}`);
       return ExitCode.failure;
     }
