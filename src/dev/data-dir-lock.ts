@@ -62,7 +62,10 @@ export interface LockOptions {
 /** The socket's name: abstract on Linux (freed by the kernel), a file in the data dir elsewhere. */
 async function socketName(dir: string): Promise<{ name: string; file: string | undefined }> {
   if (process.platform === 'linux') {
-    const hash = createHash('sha256').update(await realpath(dir)).digest('hex').slice(0, 40);
+    const hash = createHash('sha256')
+      .update(await realpath(dir))
+      .digest('hex')
+      .slice(0, 40);
     return { name: `\0retryq-dev-${hash}`, file: undefined };
   }
   const file = path.join(dir, '.retryq-dev.sock');

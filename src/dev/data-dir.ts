@@ -55,7 +55,15 @@ export async function prepareDataDir(dir: string, files: readonly string[] = [])
   try {
     await mkdir(dir, { recursive: true });
   } catch (err) {
-    throw dataDirError(dir, 'create the folder', err);
+    // Node's recursive mkdir turns some errors into ENOENT (EROFS, for one): ask once more without recursion.
+    const plain =
+      osErrorCode(err) === 'ENOENT'
+        ? await mkdir(dir).then(
+            () => undefined,
+            (e: unknown) => e,
+          )
+        : err;
+    if (plain !== undefined) throw dataDirError(dir, 'create the folder', plain);
   }
   let info;
   try {

@@ -42,7 +42,13 @@ export type SupervisorEvent =
     }
   | { type: 'unresponsive'; at: number; pid: number; silentMs: number; stopped: boolean; lastOutput: string[] }
   | { type: 'restarting'; at: number; restart: number; of: number }
-  | { type: 'restarted'; at: number; pid: number; restart: number; /** From the death (or hang) to ready, ms. */ downMs: number }
+  | {
+      type: 'restarted';
+      at: number;
+      pid: number;
+      restart: number;
+      /** From the death (or hang) to ready, ms. */ downMs: number;
+    }
   | { type: 'restart-failed'; at: number; restart: number; reason: string }
   | { type: 'disk-full'; at: number; pid: number; line: string }
   | { type: 'gave-up'; at: number; deaths: number; windowMs: number };
@@ -125,10 +131,12 @@ export async function superviseServer(opts: SupervisorOptions): Promise<ServerSu
   };
 
   let lastDiskFullNotice = 0;
+  let supervising = false;
   let currentPid = 0;
   const onLine = (line: string) => {
     opts.onServerLine?.(line, currentPid);
-    if (DISK_FULL.test(line)) {
+    // Before the first start completes, a full disk fails that start, and the caller says so.
+    if (DISK_FULL.test(line) && supervising) {
       const at = Date.now();
       emit({ type: 'disk-full', at, pid: currentPid, line });
       if (at - lastDiskFullNotice > 60_000) {
@@ -143,6 +151,7 @@ export async function superviseServer(opts: SupervisorOptions): Promise<ServerSu
   };
 
   let server = await opts.start(onLine);
+  supervising = true;
   currentPid = server.pid;
   let startedAt = Date.now();
   emit({ type: 'started', at: startedAt, pid: server.pid, address: server.address });
