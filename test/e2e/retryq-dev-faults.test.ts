@@ -330,7 +330,7 @@ describe('retryq dev and its data dir', () => {
     expect(await processIdentity(state.server!.pid)).toBeUndefined();
     await devState(dataDir);
     fourth.child.kill('SIGTERM');
-    expect(await fourth.exited).toBe(0);
+    expect(await fourth.exited, `${fourth.child.signalCode ?? ''}\n${fourth.output()}`).toBe(0);
     expect(await serversOn(dataDir)).toEqual([]);
   }, 400_000);
 
