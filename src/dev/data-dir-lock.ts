@@ -24,8 +24,8 @@ import net from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import { dataDirError, osErrorCode } from './data-dir.js';
-import { DataDirInUseError } from './errors.js';
-import type { DataDirHolder } from './errors.js';
+import { DataDirInUseError } from '../errors.js';
+import type { DataDirHolder } from '../errors.js';
 import { processIdentity } from './process-identity.js';
 
 /** The file in the data dir that records the holder and its server. */

@@ -13,7 +13,7 @@
 import { constants } from 'node:fs';
 import { access, mkdir, open, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { DataDirError } from './errors.js';
+import { DataDirError } from '../errors.js';
 
 /** The OS error's code, when it has one (`EROFS`, `EACCES`, …). */
 export function osErrorCode(err: unknown): string | undefined {

@@ -23,7 +23,7 @@
  * ```
  */
 import { Connection } from '@temporalio/client';
-import { ServerRestartsExhaustedError } from './errors.js';
+import { ServerRestartsExhaustedError } from '../errors.js';
 import { processIdentity } from './process-identity.js';
 import type { ManagedServer } from '../temporal/server-process.js';
 

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEV_STATE_FILE, lockDataDir, stopOrphanServer } from '../../../src/dev/data-dir-lock.js';
-import { DataDirInUseError } from '../../../src/dev/errors.js';
+import { DataDirInUseError } from '../../../src/errors.js';
 import { processIdentity } from '../../../src/dev/process-identity.js';
 
 const root = new URL('../../../', import.meta.url).pathname;

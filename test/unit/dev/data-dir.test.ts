@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { prepareDataDir } from '../../../src/dev/data-dir.js';
-import { DataDirError } from '../../../src/dev/errors.js';
+import { DataDirError } from '../../../src/errors.js';
 
 let root: string;
 beforeEach(async () => {

@@ -9,14 +9,14 @@
  *
  * Around the embedded server (docs/operations.md, "How `retryq dev` behaves when…"): the data dir is checked
  * (every problem is a `DataDirError`, exit 78) and locked (a second `retryq dev` on it gets a
- * `DataDirInUseError`); the server is supervised (src/dev/supervisor.ts: its death or hang is said in one
+ * `DataDirInUseError`); the server is supervised (supervisor.ts: its death or hang is said in one
  * line and it is restarted from the same SQLite file, a bounded number of times); it cannot outlive this process
  * (a watchdog stops it; a server that did is recognised and stopped at the next start); and the SDK's logs, the
  * native core's included, go to `retryq-dev.log` in the data dir with the server's output.
  *
  * @example
  * ```ts
- * import { startDev } from './dev.js';
+ * import { startDev } from './session.js';
  * const dev = await startDev({ config: loadConfig(), log: console.log });
  * await dev.stop();
  * ```
@@ -24,25 +24,25 @@
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
-import type { RetryqConfig } from './config.js';
-import { resolveSecrets } from './config.js';
-import { dataDirError, prepareDataDir } from './dev/data-dir.js';
-import { lockDataDir } from './dev/data-dir-lock.js';
-import type { DataDirLock } from './dev/data-dir-lock.js';
-import type { ServerRestartsExhaustedError } from './dev/errors.js';
-import { openJsonLog } from './dev/log-file.js';
-import type { JsonLog } from './dev/log-file.js';
-import { diskFullWords, superviseServer } from './dev/supervisor.js';
-import type { ServerSupervisor, SupervisorEvent, SupervisorOptions } from './dev/supervisor.js';
-import { resolveTemporalCli } from './temporal/binaries.js';
-import { connectClient, connectWorker } from './temporal/connect.js';
-import { registerSearchAttributes } from './temporal/register-search-attributes.js';
-import { installRuntime } from './temporal/runtime.js';
-import { startDevServer } from './temporal/server-process.js';
-import type { ManagedServer } from './temporal/server-process.js';
-import type { LoadMetrics } from './load-control/metrics.js';
-import { createWorkers } from './worker.js';
-import type { RetryqWorkers } from './worker.js';
+import type { RetryqConfig } from '../config.js';
+import { resolveSecrets } from '../config.js';
+import { dataDirError, prepareDataDir } from './data-dir.js';
+import { lockDataDir } from './data-dir-lock.js';
+import type { DataDirLock } from './data-dir-lock.js';
+import type { ServerRestartsExhaustedError } from '../errors.js';
+import { openJsonLog } from './log-file.js';
+import type { JsonLog } from './log-file.js';
+import { diskFullWords, superviseServer } from './supervisor.js';
+import type { ServerSupervisor, SupervisorEvent, SupervisorOptions } from './supervisor.js';
+import { resolveTemporalCli } from '../temporal/binaries.js';
+import { connectClient, connectWorker } from '../temporal/connect.js';
+import { registerSearchAttributes } from '../temporal/register-search-attributes.js';
+import { installRuntime } from '../temporal/runtime.js';
+import { startDevServer } from '../temporal/server-process.js';
+import type { ManagedServer } from '../temporal/server-process.js';
+import type { LoadMetrics } from '../load-control/metrics.js';
+import { createWorkers } from '../worker.js';
+import type { RetryqWorkers } from '../worker.js';
 
 /** The log file's name in the data dir. */
 export const DEV_LOG_FILE = 'retryq-dev.log';
