@@ -5,7 +5,7 @@
  * `maxRestarts` restarts within `restartWindowMs` and it gives up, with a sentence saying what to do). It also
  * recognises the server's own "database or disk is full" and says that the disk is full.
  *
- * Used by `retryq dev` (src/dev.ts) and usable on its own, e.g. by a chaos scenario that kills the server and
+ * Used by `retryq dev` (session.ts) and usable on its own, e.g. by a chaos scenario that kills the server and
  * measures the recovery through {@link SupervisorEvent}s.
  *
  * @example
