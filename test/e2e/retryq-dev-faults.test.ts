@@ -313,11 +313,11 @@ describe('retryq dev and its data dir', () => {
       ?.trim()
       .split(/\s+/)[0];
     expect(watchdog).toBeDefined();
+    // Stopped first, it cannot even die of its next write to the closed output pipe (SIGPIPE): a true orphan.
+    process.kill(state.server!.pid, 'SIGSTOP');
     process.kill(Number(watchdog), 'SIGKILL');
     third.child.kill('SIGKILL');
     await third.exited;
-    // Stopped, it cannot even die of its next write to the closed output pipe (SIGPIPE): a true orphan.
-    process.kill(state.server!.pid, 'SIGSTOP');
     expect(await processIdentity(state.server!.pid)).toMatchObject({ stopped: true });
     expect(await listening(first.env['RETRYQ_DEV_PORT'])).toBe(true);
 
