@@ -13,6 +13,7 @@
  * | `retryq/proxy` | `retryingFetch` and the synchronous retrying proxy for idempotent reads |
  * | `retryq/policy` | the pure rules: `Retry-After` parsing, classification, scheduling |
  * | `retryq/testing` | test environments on locally resolved Temporal binaries |
+ * | `retryq/webhooks` | the webhook receiver, standalone or inside your own HTTP server |
  *
  * @example
  * ```ts
@@ -67,6 +68,9 @@ export type {
   IntentStatus,
   JsonValue,
   Reservation,
+  WebhookCounts,
+  WebhookDelivery,
+  WebhookState,
 } from './intent.js';
 export type { CodeRule, CodeTable } from './policy/index.js';
 export {
@@ -76,4 +80,5 @@ export {
   retryAttemptKey,
   retryPhaseKey,
   retryqSearchAttributes,
+  webhookKeyKey,
 } from './search-attributes.js';

@@ -15,7 +15,14 @@
  *
  * @module
  */
-export { intentWorkflow, cancelSignal, retryNowSignal, statusQuery } from './intent.js';
+export {
+  intentWorkflow,
+  cancelSignal,
+  retryNowSignal,
+  statusQuery,
+  webhookSignal,
+  SEEN_DELIVERIES_LIMIT,
+} from './intent.js';
 export type { IntentWorkflowOptions, CarriedState } from './intent.js';
 export {
   credentialWorkflow,
@@ -27,3 +34,5 @@ export {
   credentialWorkflowId,
 } from './credential.js';
 export type { CredentialState, CredentialWorkflowInput } from './credential.js';
+export { webhookOrphanWorkflow } from './webhook-orphan.js';
+export type { WebhookOrphanRecord } from './webhook-orphan.js';
