@@ -129,15 +129,6 @@ export function workerTuningOf(tuning: Partial<WorkerTuning> = {}): WorkerTuning
   );
 }
 
-/**
- * The credentials worker's sizing: one cached entity workflow per credential (at least 2, Temporal's smallest
- * cache), and as many workflow-task slots, so every credential's entity answers at once and none is replayed.
- */
-function credentialEntitySizing(credentials: number): WorkerTuning {
-  const n = Math.max(2, credentials);
-  return { maxCachedWorkflows: n, workflowTaskConcurrency: n };
-}
-
 /** Creates (but does not run) the workers for `config`. */
 export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> {
   const { config, connection } = setup;
@@ -177,21 +168,8 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
       }),
     );
     // The credentials' entity workflows, on their own queue: a burst of intent tasks never delays a send slot.
-    // One long-lived workflow per credential, each running one task at a time: a cache and slots for exactly those
-    // (the SDK's defaults would size a cache from the heap and poll with 10 requests for a handful of workflows).
-    if (loadControl) {
-      const entities = credentialEntitySizing(config.credentials.length);
-      workers.push(
-        await Worker.create({
-          connection,
-          namespace,
-          taskQueue: queues.credentials,
-          workflowBundle,
-          maxCachedWorkflows: entities.maxCachedWorkflows,
-          maxConcurrentWorkflowTaskExecutions: entities.workflowTaskConcurrency,
-        }),
-      );
-    }
+    if (loadControl)
+      workers.push(await Worker.create({ connection, namespace, taskQueue: queues.credentials, workflowBundle }));
   }
   for (const c of config.credentials) {
     if (roles.actions)

@@ -123,17 +123,3 @@ describe('the history of an intent', () => {
     expect(desc.searchAttributes['LastErrorCode']).toEqual(['rate_limit_exceeded']);
   });
 });
-
-describe('the workflow workers of one process', () => {
-  it('size the intents at the configured cache and slots, and the credentials at one cached entity each', async () => {
-    const t = await h.setup({});
-    const workers = await t.createWorkers(undefined, { maxCachedWorkflows: 30, workflowTaskConcurrency: 6 });
-    const running = workers.run();
-    workers.shutdown();
-    await running;
-    const on = (suffix: string) => workers.workers.find((w) => w.options.taskQueue === `${t.prefix}.${suffix}`);
-    expect(on('workflows')?.options.maxCachedWorkflows).toBe(30);
-    // One credential in the harness: Temporal's smallest cache (2) and as many slots, not a cache sized from the heap.
-    expect(on('credentials')?.options.maxCachedWorkflows).toBe(2);
-  });
-});
