@@ -32,15 +32,18 @@ import type { ParseArgsConfig } from 'node:util';
 import { RetryqClient } from './client.js';
 import { loadConfig, resolveSecrets, resolveWebhookSecrets } from './config.js';
 import type { RetryqConfig } from './config.js';
-import { startDev } from './dev.js';
+import { claimDataDir, startDev } from './dev/session.js';
 import { describeWebhookEntry } from './intent.js';
 import { untilStopped } from './stop-signals.js';
 import type { IntentInput, IntentStatus } from './intent.js';
 import { evidenceText } from './policy/index.js';
 import { projectRoot, resolveTemporalCli, resolveTestServer } from './temporal/binaries.js';
+import type { ServerRestartsExhaustedError } from './errors.js';
 import {
   ConfigError,
   CredentialNotFoundError,
+  DataDirError,
+  DataDirInUseError,
   IdempotencyConflictError,
   IntentNotFoundError,
   IntentValidationError,
@@ -124,32 +127,34 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
       ? { rateLimitPerMinute: positiveInt('--demo-rate-limit', values['demo-rate-limit']) }
       : {}),
   };
-  const logFile = path.join(config.dev.dataDir, 'retryq-dev.log');
-  installRuntime({ level: 'INFO', coreLevel: 'WARN', logFile });
   const webhookSecrets = new Map<string, readonly string[]>(resolveWebhookSecrets(config.webhooks.sources));
-  if (config.webhooks.sources.length > 0)
-    await assertPortFree(config.webhooks.ip, config.webhooks.port, 'webhook receiver, RETRYQ_WEBHOOK_PORT');
-  let sim: Awaited<ReturnType<typeof startProviderSim>> | undefined;
-  if (withDemo) {
-    await assertPortFree('127.0.0.1', config.dev.simPort, 'simulated provider, RETRYQ_DEV_SIM_PORT');
-    sim = await startProviderSim({ port: config.dev.simPort, scenario: demoScenario(size) });
-  }
-  const devConfig = sim ? { ...config, credentials: [...config.credentials, demoCredential()] } : config;
-  const secrets = new Map(resolveSecrets(config.credentials));
-  if (sim) secrets.set(DEMO_CREDENTIAL, DEMO_API_KEY);
   const webhookSources = [...config.webhooks.sources];
-  if (sim) {
+  if (withDemo) {
     webhookSources.push(demoWebhookSource());
     webhookSecrets.set(DEMO_WEBHOOK_SOURCE, [DEMO_WEBHOOK_SECRET]);
   }
+  // First the data dir: a second `retryq dev` on it is refused before it takes any port.
+  const dataDir = await claimDataDir(config, io.err);
+  let sim: Awaited<ReturnType<typeof startProviderSim>> | undefined;
+  let metrics: Awaited<ReturnType<typeof startMetrics>> | undefined;
   let dev: Awaited<ReturnType<typeof startDev>>;
-  // Off unless asked for: a dev session should not take a fixed port of its own accord.
-  const metrics = await startMetrics(config.metricsPort ?? 0);
+  const devConfig = withDemo ? { ...config, credentials: [...config.credentials, demoCredential()] } : config;
   try {
-    dev = await startDev({ config: devConfig, secrets, log: io.err, metrics: metrics.metrics });
+    if (config.webhooks.sources.length > 0)
+      await assertPortFree(config.webhooks.ip, config.webhooks.port, 'webhook receiver, RETRYQ_WEBHOOK_PORT');
+    if (withDemo) {
+      await assertPortFree('127.0.0.1', config.dev.simPort, 'simulated provider, RETRYQ_DEV_SIM_PORT');
+      sim = await startProviderSim({ port: config.dev.simPort, scenario: demoScenario(size) });
+    }
+    const secrets = new Map(resolveSecrets(config.credentials));
+    if (withDemo) secrets.set(DEMO_CREDENTIAL, DEMO_API_KEY);
+    // Off unless asked for: a dev session should not take a fixed port of its own accord.
+    metrics = await startMetrics(config.metricsPort ?? 0);
+    dev = await startDev({ config: devConfig, secrets, log: io.err, metrics: metrics.metrics, dataDir });
   } catch (err) {
     await sim?.close();
-    await metrics.close();
+    await metrics?.close();
+    await dataDir.release();
     throw err;
   }
   // The webhook receiver: on the configured port when sources are configured, else (demo only) on a free port.
@@ -182,7 +187,8 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
     '',
     'retryq is running.',
     dev.uiUrl ? `  Temporal UI:   ${dev.uiUrl}/namespaces/${config.temporal.namespace}/workflows` : undefined,
-    `  Temporal:      ${config.temporal.address} (namespace ${config.temporal.namespace})`,
+    `  Temporal:      ${config.temporal.address} (namespace ${config.temporal.namespace}` +
+      `${dev.server ? `, server pid ${dev.server.pid}, supervised` : ''})`,
     `  Task queues:   ${config.taskQueuePrefix}.workflows` +
       (devConfig.credentials.length
         ? `, ${config.taskQueuePrefix}.{actions,inspect}.{${devConfig.credentials.map((c) => c.id).join(',')}}`
@@ -191,7 +197,7 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
     hooks
       ? `  Webhooks:      ${webhookSources.map((s) => `${hooks.url}/webhooks/${s.name}`).join(', ')} (metrics: ${hooks.url}/metrics)`
       : undefined,
-    `  Worker log:    ${logFile}`,
+    `  Log:           ${dev.logFile} (workers, SDK${dev.server ? ', Temporal server' : ''})`,
     '  Stop with Ctrl-C (drains the workers, then stops the server).',
     '',
   ];
@@ -238,14 +244,31 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
       (err: unknown) => io.err(`Demo stopped: ${err instanceof Error ? err.message : String(err)}`),
     );
   }
-  const first = await Promise.race([untilStopped({ exitOnSecondSignal: true }).then(() => 'signal' as const), failed]);
+  let serverGaveUp: ServerRestartsExhaustedError | undefined;
+  const gaveUp = dev.serverGaveUp.then((err) => {
+    serverGaveUp = err;
+    return 'server gave up' as const;
+  });
+  const first = await Promise.race([
+    untilStopped({ exitOnSecondSignal: true }).then(() => 'signal' as const),
+    failed,
+    gaveUp,
+  ]);
   stopDemo.abort();
-  io.err(first === 'signal' ? 'Stopping: draining workers…' : 'The workers stopped; shutting down…');
+  io.err(
+    first === 'signal'
+      ? 'Stopping: draining workers…'
+      : first === 'failed'
+        ? 'The workers stopped; shutting down…'
+        : 'Stopping the workers: the Temporal server is gone…',
+  );
   await hooks?.close();
-  await dev.stop();
+  // Without a server the workers cannot finish their tasks: do not wait the whole drain for them.
+  await (serverGaveUp ? Promise.race([dev.stop(), new Promise((r) => setTimeout(r, 10_000))]) : dev.stop());
   await sim?.close();
   await metrics.close();
   io.err('Stopped.');
+  if (serverGaveUp) throw serverGaveUp;
   if (workerError !== undefined) throw workerError instanceof Error ? workerError : new Error('worker failed');
   return ExitCode.ok;
 }
@@ -639,7 +662,8 @@ export async function main(argv: string[]): Promise<number> {
 /** The exit code of each error a user can reach. */
 function exitCodeOf(err: RetryqError): number {
   if (err instanceof UsageError || err instanceof IntentValidationError) return ExitCode.usage;
-  if (err instanceof ConfigError) return ExitCode.config;
+  if (err instanceof ConfigError || err instanceof DataDirError || err instanceof DataDirInUseError)
+    return ExitCode.config;
   if (err instanceof IntentNotFoundError) return ExitCode.notFound;
   if (err instanceof IdempotencyConflictError) return ExitCode.conflict;
   return ExitCode.failure;
