@@ -26,8 +26,8 @@
  *
  * Flags: `--intents N` (default 1000; 10000 for the goal measurement), `--complete N` (500), `--rounds N` (2),
  * `--wake N` (default: --intents), `--wake-budget N` (requests/min, default 3000), `--in-flight N` (50),
- * `--cache N` (retryq's maxCachedWorkflows) and `--task-concurrency N` (its workflow-task concurrency), both
- * defaulting to retryq's defaults, `--only a,b,c`, `--sides retryq,bareTimer,bareCallThenTimer` (part a).
+ * `--cache N` (retryq's maxCachedWorkflows), `--task-concurrency N` (its workflow-task concurrency) and
+ * `--sticky-timeout MS` (its sticky-queue schedule-to-start timeout), all defaulting to retryq's defaults, `--only a,b,c`, `--sides retryq,bareTimer,bareCallThenTimer` (part a).
  */
 import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -76,6 +76,9 @@ const opts = {
   taskConcurrency: process.argv.includes('--task-concurrency')
     ? flag('task-concurrency', defaultWorkerTuning.workflowTaskConcurrency)
     : undefined,
+  stickyTimeoutMs: process.argv.includes('--sticky-timeout')
+    ? flag('sticky-timeout', defaultWorkerTuning.stickyQueueTimeoutMs)
+    : undefined,
 };
 const sidesAt = process.argv.indexOf('--sides');
 const allSides = ['bareTimer', 'retryq', 'bareCallThenTimer'] as const;
@@ -83,10 +86,11 @@ const sides = allSides.filter((side) =>
   sidesAt < 0 ? true : (process.argv[sidesAt + 1] ?? '').split(',').includes(side),
 );
 const tuning =
-  opts.cache !== undefined || opts.taskConcurrency !== undefined
+  opts.cache !== undefined || opts.taskConcurrency !== undefined || opts.stickyTimeoutMs !== undefined
     ? {
         ...(opts.cache !== undefined ? { maxCachedWorkflows: opts.cache } : {}),
         ...(opts.taskConcurrency !== undefined ? { workflowTaskConcurrency: opts.taskConcurrency } : {}),
+        ...(opts.stickyTimeoutMs !== undefined ? { stickyQueueTimeoutMs: opts.stickyTimeoutMs } : {}),
       }
     : undefined;
 const log = (msg: string) => process.stderr.write(`[bench:scale ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
@@ -604,6 +608,7 @@ async function main() {
       ...opts,
       maxCachedWorkflows: opts.cache ?? defaultWorkerTuning.maxCachedWorkflows,
       workflowTaskConcurrency: defaultWorkerTuning.workflowTaskConcurrency,
+      stickyQueueTimeoutMs: opts.stickyTimeoutMs ?? defaultWorkerTuning.stickyQueueTimeoutMs,
     },
   };
   const t0 = performance.now();

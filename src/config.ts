@@ -154,12 +154,21 @@ export interface WorkerTuning {
    * @default 10
    */
   workflowTaskConcurrency: number;
+  /**
+   * How long a workflow task may wait on this worker's sticky queue before Temporal hands it to any worker
+   * (Temporal's `stickyQueueScheduleToStartTimeout`), in ms. Short: a dead worker's intents move on within it. Long:
+   * a worker busy with a wake-up storm keeps more of its tasks instead of another worker replaying them
+   * (docs/operations.md, "Behaviour under faults").
+   * @default 5000
+   */
+  stickyQueueTimeoutMs: number;
 }
 
 /** The defaults of {@link WorkerTuning}. */
 export const defaultWorkerTuning: Readonly<WorkerTuning> = Object.freeze({
   maxCachedWorkflows: 100,
   workflowTaskConcurrency: 10,
+  stickyQueueTimeoutMs: 5_000,
 });
 
 /** The zod rules of {@link WorkerTuning}: each field, and concurrency within the cache. */
@@ -175,6 +184,11 @@ export const workerTuningSchema = z
       .int('must be a whole number')
       .min(2, 'must be at least 2')
       .max(10_000, 'must be at most 10000'),
+    stickyQueueTimeoutMs: z
+      .number()
+      .int('must be a whole number of ms')
+      .min(1_000, 'must be at least 1000 (ms)')
+      .max(600_000, 'must be at most 600000 (ms)'),
   })
   .superRefine((t, ctx) => {
     if (t.maxCachedWorkflows >= 2 && t.workflowTaskConcurrency > t.maxCachedWorkflows)
@@ -222,6 +236,11 @@ export const CONFIG_VARIABLES = [
     'RETRYQ_WORKFLOW_TASK_CONCURRENCY',
     String(defaultWorkerTuning.workflowTaskConcurrency),
     'workflow tasks a worker runs at once',
+  ],
+  [
+    'RETRYQ_STICKY_QUEUE_TIMEOUT_MS',
+    String(defaultWorkerTuning.stickyQueueTimeoutMs),
+    "ms a workflow task waits on its worker's sticky queue before any worker may take it",
   ],
   ['RETRYQ_DATA_DIR', '.data', 'embedded dev server: folder of its SQLite file'],
   ['RETRYQ_DEV_IP', '127.0.0.1', 'embedded dev server: address to bind'],
@@ -339,6 +358,7 @@ export function loadConfig(env: Env = process.env): RetryqConfig {
 const workerTuningVariables: Record<keyof WorkerTuning, string> = {
   maxCachedWorkflows: 'RETRYQ_MAX_CACHED_WORKFLOWS',
   workflowTaskConcurrency: 'RETRYQ_WORKFLOW_TASK_CONCURRENCY',
+  stickyQueueTimeoutMs: 'RETRYQ_STICKY_QUEUE_TIMEOUT_MS',
 };
 
 function loadWorkerTuning(raw: (name: string) => string | undefined, problems: Problem[]): WorkerTuning {

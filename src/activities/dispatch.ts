@@ -13,6 +13,7 @@ import { classify, defaultCodeTable, mergeCodeTables } from '../policy/index.js'
 import type { CodeTable } from '../policy/index.js';
 import { callProvider, secretsOf } from './provider-call.js';
 import { admitCall, credentialHeaders, reportToGates } from './deps.js';
+import { whileHeartbeating } from './heartbeat.js';
 import type { ActivityDeps } from './deps.js';
 
 export interface DispatchInput {
@@ -50,18 +51,21 @@ export function makeDispatch(deps: ActivityDeps) {
     };
     if (action.body !== undefined) headers['content-type'] ??= 'application/json';
     const auth = credentialHeaders(deps, input.credential, action.method, 'dispatch', target);
-    await admitCall(deps, input.credential, action.method, 'dispatch', Context.current().cancellationSignal);
-    const outcome = await callProvider({
-      dispatcher: deps.http,
-      method: action.method,
-      url: action.url,
-      headers: { ...headers, ...auth },
-      body: action.body === undefined ? undefined : JSON.stringify(action.body),
-      timeoutMs: input.timeoutMs,
-      purpose: 'dispatch',
-      clock: deps.clock,
-      signal: Context.current().cancellationSignal,
-      redact: secretsOf(auth),
+    // Heartbeats while waiting for the slot and the answer: a dead worker is noticed in seconds, a cancel aborts the call.
+    const outcome = await whileHeartbeating(async () => {
+      await admitCall(deps, input.credential, action.method, 'dispatch', Context.current().cancellationSignal);
+      return callProvider({
+        dispatcher: deps.http,
+        method: action.method,
+        url: action.url,
+        headers: { ...headers, ...auth },
+        body: action.body === undefined ? undefined : JSON.stringify(action.body),
+        timeoutMs: input.timeoutMs,
+        purpose: 'dispatch',
+        clock: deps.clock,
+        signal: Context.current().cancellationSignal,
+        redact: secretsOf(auth),
+      });
     });
     const decision = classify(outcome.evidence, { codes, now: new Date(deps.clock()) });
     await reportToGates(deps, input.credential, 'dispatch', outcome.evidence, decision);

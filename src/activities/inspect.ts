@@ -12,6 +12,7 @@ import { classifyInspection, defaultCodeTable, mergeCodeTables } from '../policy
 import type { CodeTable, Evidence } from '../policy/index.js';
 import { callProvider, secretsOf } from './provider-call.js';
 import { admitCall, credentialHeaders, reportToGates } from './deps.js';
+import { whileHeartbeating } from './heartbeat.js';
 import type { ActivityDeps } from './deps.js';
 
 export interface InspectInput {
@@ -52,17 +53,20 @@ export function makeInspect(deps: ActivityDeps) {
     const target = describeTarget('GET', url);
     const codes = input.codes ? mergeCodeTables(defaultCodeTable, input.codes) : defaultCodeTable;
     const auth = credentialHeaders(deps, input.credential, 'GET', 'inspect', target);
-    await admitCall(deps, input.credential, 'GET', 'inspect', Context.current().cancellationSignal);
-    const outcome = await callProvider({
-      dispatcher: deps.http,
-      method: 'GET',
-      url,
-      headers: { 'user-agent': deps.userAgent ?? 'retryq', accept: 'application/json', ...auth },
-      timeoutMs: input.timeoutMs,
-      purpose: 'inspect',
-      clock: deps.clock,
-      signal: Context.current().cancellationSignal,
-      redact: secretsOf(auth),
+    // Heartbeats while waiting for the slot and the answer: a dead worker is noticed in seconds, a cancel aborts the call.
+    const outcome = await whileHeartbeating(async () => {
+      await admitCall(deps, input.credential, 'GET', 'inspect', Context.current().cancellationSignal);
+      return callProvider({
+        dispatcher: deps.http,
+        method: 'GET',
+        url,
+        headers: { 'user-agent': deps.userAgent ?? 'retryq', accept: 'application/json', ...auth },
+        timeoutMs: input.timeoutMs,
+        purpose: 'inspect',
+        clock: deps.clock,
+        signal: Context.current().cancellationSignal,
+        redact: secretsOf(auth),
+      });
     });
     const found = classifyInspection(outcome.evidence, { codes, now: new Date(deps.clock()) });
     if (found.kind === 'inspection_failed')

@@ -25,6 +25,7 @@ import {
   defineSignal,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -71,6 +72,31 @@ import { taskQueues } from '../task-queues.js';
 const SLOT_WAIT_MS = 10_000;
 /** While its credential is blocked, an intent looks again this often (an operator's resume also wakes it at once). */
 const BLOCKED_RECHECK_MS = 5 * 60_000;
+/**
+ * The dispatch and inspection activities heartbeat every second while they wait (src/activities/heartbeat.ts). A
+ * call whose worker has been silent this long is given up: its worker is dead or cut off, so the attempt's outcome
+ * is unknown and the next provider call is an inspection — seconds after the death instead of the call's whole
+ * start-to-close timeout (attempt timeout + 20 s).
+ */
+export const HEARTBEAT_TIMEOUT_MS = 5_000;
+
+/**
+ * Behaviour added after a release, each guarded by `patched(id)` so that runs started by an older worker replay
+ * the commands their history holds (docs/operations.md, "Upgrading the intent workflow"). A patch is retired with
+ * `deprecatePatch(id)` once no run that began before it can still be replayed, then removed.
+ */
+export const IntentPatch = {
+  /** 0.2.0: a call that was never sent (connection refused, DNS failure) uses no attempt; backed off to the deadline. */
+  neverSentIsNoAttempt: 'retryq-0.2-never-sent-is-no-attempt',
+  /** 0.2.0: a cancel signal during a dispatch cancels the activity, which aborts its HTTP request. */
+  cancelAbortsDispatch: 'retryq-0.2-cancel-aborts-dispatch',
+} as const;
+
+/**
+ * The version of {@link CarriedState}. 1 (absent): 0.1.0. 2: adds `neverSentInARow`, `seenDeliveries` and
+ * `webhookVerdict` (and the status may hold `unreachableSince`). A run reads every older version ({@link upgradeCarried}) and writes the current one.
+ */
+export const CARRIED_STATE_VERSION = 2;
 
 /** Stops further dispatch and records why. An in-flight or unknown operation becomes a reservation. */
 export const cancelSignal = defineSignal<[{ reason?: string }]>('cancel');
@@ -105,6 +131,8 @@ export interface IntentWorkflowOptions {
 
 /** What continues across continue-as-new. */
 export interface CarriedState {
+  /** {@link CARRIED_STATE_VERSION} when written; absent in state written by 0.1.0 (version 1). */
+  version?: number;
   status: IntentStatus;
   needsInspection: boolean;
   inspectionsSinceUnknown: number;
@@ -116,6 +144,18 @@ export interface CarriedState {
   seenDeliveries?: string[] | undefined;
   /** A final webhook state not yet applied. */
   webhookVerdict?: WebhookDelivery | undefined;
+  /** Dispatches in a row that were never sent (version 2); sets their backoff. */
+  neverSentInARow?: number;
+}
+
+/** Carried state of any released version, as the current version. */
+export function upgradeCarried(carried: CarriedState): CarriedState & { version: number; neverSentInARow: number } {
+  const version = carried.version ?? 1;
+  if (version > CARRIED_STATE_VERSION)
+    // Workflow code must fail the task (not the intent) here: a newer worker wrote this state, so an older worker
+    // took the task by mistake; the task is retried until a current worker picks it up.
+    throw new Error(`carried state version ${version} is newer than this worker's ${CARRIED_STATE_VERSION}`);
+  return { ...carried, version: CARRIED_STATE_VERSION, neverSentInARow: carried.neverSentInARow ?? 0 };
 }
 
 type Failed = Exclude<Decision, { kind: 'success' }>;
@@ -128,6 +168,10 @@ class IntentRun {
   permittedAtMs: number | undefined;
   dueAtMs: number | undefined;
   retryNowRequests = 0;
+  neverSentInARow = 0;
+  /** The scope of the dispatch in flight, so that a cancel signal can cancel it. */
+  dispatchScope: CancellationScope | undefined;
+  abortedByCancel = false;
   seenDeliveries: string[] = [];
   /** The first final state a webhook reported, until the loop applies it. */
   webhookVerdict: WebhookDelivery | undefined;
@@ -146,8 +190,9 @@ class IntentRun {
     this.queues = taskQueues(this.taskQueuePrefix);
     this.target = describeTarget(spec.action.method, spec.action.url);
     this.changesOnly = options.publishChangesOnly === true;
-    const carried = options.carried;
+    const carried = options.carried ? upgradeCarried(options.carried) : undefined;
     if (carried) {
+      this.neverSentInARow = carried.neverSentInARow;
       this.status = carried.status;
       this.needsInspection = carried.needsInspection;
       this.inspectionsSinceUnknown = carried.inspectionsSinceUnknown;
@@ -172,6 +217,8 @@ class IntentRun {
 
   carry(): CarriedState {
     return {
+      version: CARRIED_STATE_VERSION,
+      neverSentInARow: this.neverSentInARow,
       status: this.status,
       needsInspection: this.needsInspection,
       inspectionsSinceUnknown: this.inspectionsSinceUnknown,
@@ -265,6 +312,12 @@ class IntentRun {
             `${clock(s.deadline)} (${attempt} so far).`
           );
         const ev = s.lastEvidence;
+        if (s.unreachableSince !== undefined && ev?.sent === 'no')
+          return (
+            `Waiting: ${ev.code === 'credential_unavailable' ? `no worker has the secret of credential ${s.credential}` : 'provider unreachable'} ` +
+            `since ${clock(s.unreachableSince)} (${last}); nothing was sent and no attempt was used. ` +
+            `Next try at ${clock(s.nextAttemptAt)} (${attempt} so far; gives up at the deadline ${clock(s.deadline)}).`
+          );
         const what = this.needsInspection ? 'to inspect the unknown outcome' : 'for provider';
         const why =
           ev?.retryAfter !== undefined && this.permittedAtMs !== undefined && s.nextAttemptAt === s.permittedAt
@@ -448,17 +501,25 @@ class IntentRun {
       `attempt ${s.attempts}/${s.maxAttempts}: ${this.target}`,
     );
     let result: DispatchResult;
+    const scope = new CancellationScope();
+    this.dispatchScope = scope;
     try {
-      result = await dispatch({
-        idempotencyKey: this.spec.idempotencyKey,
-        credential: this.spec.credential,
-        action: this.spec.action,
-        attempt: s.attempts,
-        timeoutMs: this.spec.policy.attemptTimeoutMs,
-        codes: this.spec.codes,
-      });
+      result = await scope.run(() =>
+        dispatch({
+          idempotencyKey: this.spec.idempotencyKey,
+          credential: this.spec.credential,
+          action: this.spec.action,
+          attempt: s.attempts,
+          timeoutMs: this.spec.policy.attemptTimeoutMs,
+          codes: this.spec.codes,
+        }),
+      );
     } catch (err) {
-      if (isCancellation(err)) throw err;
+      if (isCancellation(err)) {
+        if (this.abortedByCancel && !CancellationScope.current().consideredCancelled)
+          return this.abortedDispatch(startedAt);
+        throw err;
+      }
       const hold = holdFromFailure(err);
       // Load control held the call: nothing was sent, so it was not an attempt.
       if (hold) s.attempts--;
@@ -468,15 +529,64 @@ class IntentRun {
       s.held = undefined;
       const evidence = evidenceFromFailure(err, this.spec.action.method, 'dispatch');
       const decision = classify(evidence, { now: new Date(), codes: this.spec.codes });
+      if (evidence.sent === 'no' && patched(IntentPatch.neverSentIsNoAttempt))
+        return this.neverSent(evidence, decision, startedAt);
       return this.afterDispatch(evidence, decision, startedAt);
+    } finally {
+      this.dispatchScope = undefined;
     }
     const evidence: EvidenceSummary = { status: result.status, sent: 'yes', decision: 'success' };
     s.held = undefined;
+    s.unreachableSince = undefined;
     s.lastEvidence = evidence;
     this.record({ kind: 'dispatch', attempt: s.attempts, startedAt, evidence });
     s.result = { status: result.status, body: result.body, ...(result.truncated ? { truncated: true } : {}) };
     s.reservation = undefined;
     return this.finish(Phase.succeeded, `provider answered HTTP ${result.status}`);
+  }
+
+  /** A cancel signal arrived while a dispatch was in flight (see {@link IntentPatch.cancelAbortsDispatch}). */
+  abortInFlightDispatch(): void {
+    if (this.dispatchScope === undefined || !patched(IntentPatch.cancelAbortsDispatch)) return;
+    this.abortedByCancel = true;
+    this.dispatchScope.cancel();
+  }
+
+  /** The dispatch was cancelled by a cancel signal: its request was aborted, and may have reached the provider. */
+  async abortedDispatch(startedAt: string): Promise<IntentOutcome> {
+    const s = this.status;
+    const evidence: EvidenceSummary = { transport: 'aborted', sent: 'unknown', decision: 'cancelled' };
+    s.lastEvidence = evidence;
+    this.record({ kind: 'dispatch', attempt: s.attempts, startedAt, evidence });
+    s.reservation = reservation(
+      this.spec.idempotencyKey,
+      s.attempts,
+      `attempt ${s.attempts} was in flight when the intent was cancelled; its request was aborted and may have reached the provider`,
+    );
+    return this.finish(Phase.cancelled, s.cancelRequested ?? 'cancelled');
+  }
+
+  /**
+   * A dispatch that was never sent (connection refused, DNS failure, no secret on the worker): nothing reached the
+   * provider, so it uses no attempt (see {@link IntentPatch.neverSentIsNoAttempt}). It is backed off by the number
+   * of such failures in a row, and bounded by the deadline only.
+   */
+  async neverSent(evidence: Evidence, decision: Decision, startedAt: string): Promise<IntentOutcome | undefined> {
+    const s = this.status;
+    s.attempts--;
+    this.neverSentInARow++;
+    s.unreachableSince ??= startedAt;
+    const summary = summarize(evidence, decision);
+    s.lastEvidence = summary;
+    const entry: AttemptRecord = { kind: 'dispatch', attempt: s.attempts + 1, startedAt, evidence: summary };
+    this.record(entry);
+    if (decision.kind === 'permanent')
+      return this.finish(Phase.failed, `permanent failure before sending: ${describeEvidence(evidence)}`);
+    const asTransient: Failed =
+      decision.kind === 'success' || decision.kind === 'unknown_outcome'
+        ? { kind: 'transient', reason: 'not sent', retryAfter: { kind: 'absent' } }
+        : decision;
+    return this.schedule(asTransient, this.neverSentInARow, entry, 'resend');
   }
 
   /**
@@ -494,6 +604,8 @@ class IntentRun {
       // Not started by the deadline = never started: no dispatch or inspection after the deadline (invariant 7).
       // No minimum beyond 1 ms (a zero timeout means "none"): any floor would let an attempt start after it.
       scheduleToStartTimeout: Math.max(1, this.deadlineMs - Date.now()),
+      // Silent this long = its worker is gone: the call ends (outcome unknown) and the intent moves on in seconds.
+      heartbeatTimeout: HEARTBEAT_TIMEOUT_MS,
       retry: { maximumAttempts: 1 },
       summary,
     });
@@ -502,6 +614,8 @@ class IntentRun {
   /** The one place a dispatch decision becomes Temporal calls. */
   async afterDispatch(evidence: Evidence, decision: Decision, startedAt: string): Promise<IntentOutcome | undefined> {
     const s = this.status;
+    this.neverSentInARow = 0;
+    s.unreachableSince = undefined;
     const summary = summarize(evidence, decision);
     s.lastEvidence = summary;
     const entry: AttemptRecord = { kind: 'dispatch', attempt: s.attempts, startedAt, evidence: summary };
@@ -535,11 +649,12 @@ class IntentRun {
     decision: Failed,
     attempt: number,
     entry: AttemptRecord,
-    next: 'dispatch' | 'inspect',
+    next: 'dispatch' | 'inspect' | 'resend',
   ): Promise<IntentOutcome | undefined> {
     const s = this.status;
+    // Inspections and resends of calls that were never sent use no attempt: only the deadline bounds them.
     const policy =
-      next === 'inspect' ? { ...this.spec.policy, maxAttempts: Number.POSITIVE_INFINITY } : this.spec.policy;
+      next === 'dispatch' ? this.spec.policy : { ...this.spec.policy, maxAttempts: Number.POSITIVE_INFINITY };
     const plan: Schedule = nextAttempt({
       decision,
       attempt,
@@ -553,7 +668,7 @@ class IntentRun {
       (decision.retryAfter.kind === 'delay' || decision.retryAfter.kind === 'date')
         ? decision.retryAfter.notBefore.getTime()
         : undefined;
-    if (next === 'dispatch') {
+    if (next !== 'inspect') {
       this.permittedAtMs = serverFloor;
       s.permittedAt = serverFloor !== undefined ? new Date(serverFloor).toISOString() : undefined;
     }
@@ -568,7 +683,10 @@ class IntentRun {
           if (plan.permittedAt) s.permittedAt = plan.permittedAt.toISOString();
           return this.finish(
             Phase.expired,
-            `the next ${next === 'inspect' ? 'inspection' : 'attempt'} would be at ${plan.permittedAt?.toISOString() ?? '?'}, past the deadline ${this.spec.deadline}; last: ${this.lastEvidenceText()}`,
+            `the next ${next === 'inspect' ? 'inspection' : 'attempt'} would be at ${plan.permittedAt?.toISOString() ?? '?'}, past the deadline ${this.spec.deadline}; last: ${this.lastEvidenceText()}` +
+              (s.unreachableSince !== undefined && next === 'resend'
+                ? `; the provider was unreachable since ${s.unreachableSince} and nothing was sent since then`
+                : ''),
           );
         }
         if (plan.reason === 'attempts')
@@ -804,8 +922,9 @@ export async function intentWorkflow(spec: IntentSpec, options: IntentWorkflowOp
   const run = new IntentRun(spec, options);
   setHandler(statusQuery, () => run.status);
   setHandler(cancelSignal, ({ reason }) => {
-    if (run.status.cancelRequested === undefined)
-      run.status.cancelRequested = (reason ?? 'no reason given').slice(0, 500);
+    if (run.status.cancelRequested !== undefined) return;
+    run.status.cancelRequested = (reason ?? 'no reason given').slice(0, 500);
+    run.abortInFlightDispatch();
   });
   setHandler(retryNowSignal, () => {
     run.retryNowRequests++;
