@@ -140,7 +140,9 @@ export interface WorkerTuning {
    * Intent workflows kept in the worker's cache (Temporal's `maxCachedWorkflows`). A cached intent answers
    * `status` and wakes without a replay; an evicted one is replayed from its history (tens of events) first.
    * A cached intent costs about 0.45 MB of worker memory (docs/operations.md); keep it at least the number of
-   * intents active at once (dispatching or answering queries), or they replay on every workflow task.
+   * intents active at once (dispatching or answering queries), or they replay on every workflow task. `0` turns the
+   * cache off: no sticky queue, so a wake-up storm causes no sticky-queue timeouts and a dead worker's intents move
+   * on at once, for about 1.7 × the worker CPU per workflow task (every task replays the intent's history).
    * @default 100
    */
   maxCachedWorkflows: number;
