@@ -387,8 +387,17 @@ function loadWorkerTuning(raw: (name: string) => string | undefined, problems: P
   return { ...defaultWorkerTuning };
 }
 
-function parseCredentials(text: string | undefined, problems: Problem[]): CredentialConfig[] {
-  const variable = 'RETRYQ_CREDENTIALS';
+/**
+ * One JSON variable read through `schema`; `[]` when it is unset or has problems (each one recorded, naming the path
+ * inside the variable). `example` is the shape shown when the text is not JSON at all.
+ */
+function parseJsonVariable<T>(
+  variable: string,
+  text: string | undefined,
+  schema: z.ZodType<T[]>,
+  example: string,
+  problems: Problem[],
+): T[] {
   if (text === undefined) return [];
   let json: unknown;
   try {
@@ -396,22 +405,34 @@ function parseCredentials(text: string | undefined, problems: Problem[]): Creden
   } catch (err) {
     problems.push({
       path: variable,
-      message: `must be a JSON array like [{"id":"acme-prod","secretEnv":"ACME_PROD_KEY"}] (${(err as Error).message})`,
+      message: `must be a JSON array like ${example} (${(err as Error).message})`,
       received: text,
     });
     return [];
   }
-  const parsed = z.array(credentialSchema).safeParse(json);
+  const parsed = schema.safeParse(json);
   if (!parsed.success) {
     problems.push(...problemsFromZod(parsed.error, { input: json, received: true, prefix: variable }));
     return [];
   }
+  return parsed.data;
+}
+
+function parseCredentials(text: string | undefined, problems: Problem[]): CredentialConfig[] {
+  const variable = 'RETRYQ_CREDENTIALS';
+  const credentials = parseJsonVariable(
+    variable,
+    text,
+    z.array(credentialSchema),
+    '[{"id":"acme-prod","secretEnv":"ACME_PROD_KEY"}]',
+    problems,
+  );
   const seen = new Set<string>();
-  parsed.data.forEach((c, i) => {
+  credentials.forEach((c, i) => {
     if (seen.has(c.id)) problems.push({ path: `${variable}[${i}].id`, message: 'must be unique', received: c.id });
     seen.add(c.id);
   });
-  return parsed.data;
+  return credentials;
 }
 
 /** `1048576`, `512KiB`, `1MiB` (also `KB`/`MB` as the binary units) → bytes, between 1 KiB and 64 MiB. */
@@ -434,27 +455,14 @@ function byteSize(variable: string, text: string | undefined, fallback: number, 
 }
 
 function parseWebhookSources(text: string | undefined, problems: Problem[]): WebhookSource[] {
-  const variable = 'RETRYQ_WEBHOOK_SOURCES';
-  if (text === undefined) return [];
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    problems.push({
-      path: variable,
-      received: text,
-      message:
-        'must be a JSON array like [{"name":"acme","verify":{"scheme":"standard-webhooks","secretEnv":"ACME_WEBHOOK_SECRET"},' +
-        `"mapping":{"key":"idempotencyKey","state":"status"}}] (${(err as Error).message})`,
-    });
-    return [];
-  }
-  const parsed = webhookSourcesSchema.safeParse(json);
-  if (!parsed.success) {
-    problems.push(...problemsFromZod(parsed.error, { input: json, received: true, prefix: variable }));
-    return [];
-  }
-  return parsed.data;
+  return parseJsonVariable(
+    'RETRYQ_WEBHOOK_SOURCES',
+    text,
+    webhookSourcesSchema,
+    '[{"name":"acme","verify":{"scheme":"standard-webhooks","secretEnv":"ACME_WEBHOOK_SECRET"},' +
+      '"mapping":{"key":"idempotencyKey","state":"status"}}]',
+    problems,
+  );
 }
 
 /**

@@ -3,16 +3,13 @@
  * key. It runs on its own task queue per credential (reserved capacity), after an unknown outcome and before any
  * re-dispatch (invariant 5).
  */
-import { Context } from '@temporalio/activity';
 import { z } from 'zod';
 import { dispatchFailure } from '../failures.js';
 import { describeTarget } from '../intent.js';
 import type { InspectionSpec, JsonValue } from '../intent.js';
 import { classifyInspection, defaultCodeTable, mergeCodeTables } from '../policy/index.js';
 import type { CodeTable, Evidence } from '../policy/index.js';
-import { callProvider, secretsOf } from './provider-call.js';
-import { admitCall, credentialHeaders, reportToGates } from './deps.js';
-import { whileHeartbeating } from './heartbeat.js';
+import { credentialedCall, reportToGates } from './deps.js';
 import type { ActivityDeps } from './deps.js';
 
 export interface InspectInput {
@@ -52,21 +49,12 @@ export function makeInspect(deps: ActivityDeps) {
     const url = spec.url.split('{idempotencyKey}').join(encodeURIComponent(input.idempotencyKey));
     const target = describeTarget('GET', url);
     const codes = input.codes ? mergeCodeTables(defaultCodeTable, input.codes) : defaultCodeTable;
-    const auth = credentialHeaders(deps, input.credential, 'GET', 'inspect', target);
-    // Heartbeats while waiting for the slot and the answer: a dead worker is noticed in seconds, a cancel aborts the call.
-    const outcome = await whileHeartbeating(async () => {
-      await admitCall(deps, input.credential, 'GET', 'inspect', Context.current().cancellationSignal);
-      return callProvider({
-        dispatcher: deps.http,
-        method: 'GET',
-        url,
-        headers: { 'user-agent': deps.userAgent ?? 'retryq', accept: 'application/json', ...auth },
-        timeoutMs: input.timeoutMs,
-        purpose: 'inspect',
-        clock: deps.clock,
-        signal: Context.current().cancellationSignal,
-        redact: secretsOf(auth),
-      });
+    const outcome = await credentialedCall(deps, input.credential, target, {
+      method: 'GET',
+      url,
+      headers: { 'user-agent': deps.userAgent ?? 'retryq', accept: 'application/json' },
+      timeoutMs: input.timeoutMs,
+      purpose: 'inspect',
     });
     const found = classifyInspection(outcome.evidence, { codes, now: new Date(deps.clock()) });
     if (found.kind === 'inspection_failed')
