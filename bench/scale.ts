@@ -237,7 +237,8 @@ async function startWorker(
 ): Promise<WorkerChild> {
   const metricsPort = await freePort();
   const child = fork(path.join(here, 'scale-worker.mjs'), [], {
-    execArgv: [],
+    // Extra node flags for the worker processes only (e.g. `--cpu-prof --cpu-prof-dir=…` to see where their CPU goes).
+    execArgv: (process.env['BENCH_WORKER_NODE_ARGS'] ?? '').split(' ').filter(Boolean),
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
   children.add(child);
@@ -263,8 +264,23 @@ async function scrape(port: number): Promise<Metrics> {
   const out: Metrics = new Map();
   for (const line of text.split('\n')) {
     const m = /^([a-z_]+)(\{[^}]*\})? ([0-9.e+-]+)$/.exec(line);
-    if (m) out.set(m[1]!, (out.get(m[1]!) ?? 0) + Number(m[3]));
+    if (!m) continue;
+    out.set(m[1]!, (out.get(m[1]!) ?? 0) + Number(m[3]));
+    // Calls to the server by operation (`rpc:PollWorkflowTaskQueue`), from the SDK's request counters.
+    const op = /^temporal_(?:long_)?request$/.test(m[1]!) ? /operation="([A-Za-z]+)"/.exec(m[2] ?? '') : null;
+    if (op) out.set(`rpc:${op[1]!}`, (out.get(`rpc:${op[1]!}`) ?? 0) + Number(m[3]));
   }
+  return out;
+}
+
+/** Server calls a worker made between two scrapes, per completed workflow, by operation (polls left out). */
+function rpcsPer(before: Metrics, after: Metrics, n: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of after)
+    if (k.startsWith('rpc:') && !k.startsWith('rpc:Poll')) {
+      const d = v - (before.get(k) ?? 0);
+      if (d > 0) out[k.slice(4)] = round2(d / n);
+    }
   return out;
 }
 const metric = (m: Metrics, name: string) => m.get(`temporal_${name}`) ?? m.get(name) ?? 0;
@@ -425,7 +441,8 @@ async function throughput(provider: Provider) {
       for (const side of order) {
         const worker = side === 'retryq' ? retryqWorker : bareWorker;
         await sleep(1000);
-        const done0 = completed(await worker.metrics());
+        const m0 = await worker.metrics();
+        const done0 = completed(m0);
         const cpu = cpuMeter({ worker: worker.pid, devServer: env.server.pid, bench: process.pid });
         const t0 = performance.now();
         log(`b/round ${r}/${side}: ${m} intents`);
@@ -445,6 +462,9 @@ async function throughput(provider: Provider) {
         );
         const usage = cpu();
         const s = (doneAt - t0) / 1000;
+        const ids = Array.from({ length: m }, (_, i) =>
+          side === 'retryq' ? workflowIdOf(`b-${r}-${side}-${i}`) : `b-${r}-${side}-${i}`,
+        );
         rounds.push({
           round: r,
           side,
@@ -452,6 +472,8 @@ async function throughput(provider: Provider) {
           seconds: round2(s),
           workerCpuMsPerIntent: round2((usage.cpuSeconds['worker']! * 1000) / m),
           devServerCpuMsPerIntent: round2((usage.cpuSeconds['devServer']! * 1000) / m),
+          serverCallsPerIntent: rpcsPer(m0, await worker.metrics(), m),
+          stagesMs: await stages(env.client, ids),
           cpu: usage,
         });
       }
@@ -461,8 +483,16 @@ async function throughput(provider: Provider) {
     const sample = retryq.client.workflow.getHandle(workflowIdOf('b-0-retryq-0'));
     const bareSample = env.client.workflow.getHandle('b-0-bare-0');
     const events = async (h: WorkflowHandle) => (await h.fetchHistory()).events?.length ?? 0;
+    // Load control's share: the credential entity's history (every run: it continues as new), per retryq intent.
+    let entityEvents = 0;
+    for await (const w of env.client.workflow.list({ query: `TaskQueue = "scale-b.credentials"` }))
+      // Visibility records the length of closed runs only: describe the running one.
+      entityEvents += w.closeTime
+        ? w.historyLength
+        : (await env.client.workflow.getHandle(w.workflowId, w.runId).describe()).historyLength;
     const result = {
       n: m,
+      loadControlEntityEventsPerIntent: round2(entityEvents / (m * opts.rounds)),
       rounds,
       retryqPerS: rate('retryq'),
       barePerS: rate('bare'),
@@ -548,6 +578,53 @@ async function wakeStorm(provider: Provider, k: number, settleRatePerS: number |
   } finally {
     await stopEnv(env);
   }
+}
+
+/**
+ * Where a completed workflow's time went, from its history (p50 / p90 over the workflows, ms): waiting for its first
+ * workflow task, the task's run, the activity waiting in its queue (schedule-to-start), running (for retryq: the
+ * wait for a send slot plus the HTTP call), then the last workflow task's wait and the rest until it closed.
+ */
+async function stages(client: Client, ids: string[]) {
+  const parts: Record<string, number[]> = {
+    firstTaskWait: [],
+    firstTaskRun: [],
+    activityQueueWait: [],
+    activityRun: [],
+    lastTaskWait: [],
+    lastTaskRun: [],
+    total: [],
+  };
+  await pool(ids.length, 16, async (i) => {
+    const events = (await client.workflow.getHandle(ids[i]!).fetchHistory()).events ?? [];
+    const ms = (e: (typeof events)[number]) =>
+      Number(e.eventTime?.seconds ?? 0) * 1000 + Math.round((e.eventTime?.nanos ?? 0) / 1e6);
+    const at = (pred: (e: (typeof events)[number]) => unknown, from = 0, last = false) => {
+      const found = last ? events.findLastIndex(pred) : events.findIndex((e, j) => j >= from && pred(e));
+      return found;
+    };
+    const wfts = at((e) => e.workflowTaskScheduledEventAttributes);
+    const wftst = at((e) => e.workflowTaskStartedEventAttributes);
+    const wftc = at((e) => e.workflowTaskCompletedEventAttributes);
+    const as = at((e) => e.activityTaskScheduledEventAttributes);
+    const ast = at((e) => e.activityTaskStartedEventAttributes);
+    const ac = at((e) => e.activityTaskCompletedEventAttributes);
+    const lwfts = at((e) => e.workflowTaskScheduledEventAttributes, 0, true);
+    const lwftst = at((e) => e.workflowTaskStartedEventAttributes, 0, true);
+    const end = events.length - 1;
+    if ([wfts, wftst, wftc, as, ast, ac, lwfts, lwftst].some((x) => x < 0)) return;
+    const t = (j: number) => ms(events[j]!);
+    parts['firstTaskWait']!.push(t(wftst) - t(wfts));
+    parts['firstTaskRun']!.push(t(wftc) - t(wftst));
+    parts['activityQueueWait']!.push(t(ast) - t(as));
+    parts['activityRun']!.push(t(ac) - t(ast));
+    parts['lastTaskWait']!.push(t(lwftst) - t(lwfts));
+    parts['lastTaskRun']!.push(t(end) - t(lwftst));
+    parts['total']!.push(t(end) - t(0));
+  });
+  return Object.fromEntries(
+    Object.entries(parts).map(([k, xs]) => [k, { p50: percentile(xs, 50), p90: percentile(xs, 90) }]),
+  );
 }
 
 /** Workflow-task latency of the tasks after each intent's timer fired, and every task timeout or failure. */

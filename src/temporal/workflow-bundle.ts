@@ -26,6 +26,12 @@ export interface CachedBundleOptions {
   inputs?: string[];
   /** @default `node_modules/.cache/retryq/bundles` in the repository, or in the application that installed retryq */
   cacheDir?: string;
+  /**
+   * Modules evaluated once per workflow thread and shared by every workflow it runs, instead of once per workflow
+   * (the SDK's `bundlerOptions.preloadModules`). Only for modules that hold no per-workflow state at module level:
+   * their exports are frozen. @default none
+   */
+  preloadModules?: string[];
 }
 
 async function* filesBelow(p: string): AsyncGenerator<string> {
@@ -43,9 +49,10 @@ async function* filesBelow(p: string): AsyncGenerator<string> {
   }
 }
 
-async function cacheKey(entry: string, inputs: string[]): Promise<string> {
+async function cacheKey(entry: string, inputs: string[], preload: string[]): Promise<string> {
   const hash = createHash('sha256');
   hash.update(entry);
+  hash.update(JSON.stringify(preload));
   const lock = path.join(projectRoot, 'package-lock.json');
   for (const input of [...inputs, lock]) {
     for await (const file of filesBelow(path.resolve(input))) {
@@ -61,14 +68,19 @@ export async function cachedWorkflowBundle(opts: CachedBundleOptions): Promise<W
   const entry = path.resolve(opts.workflowsPath);
   const inputs = opts.inputs ?? [path.dirname(entry)];
   const dir = opts.cacheDir ?? path.join(stateRoot, 'node_modules', '.cache', 'retryq', 'bundles');
-  const file = path.join(dir, `${await cacheKey(entry, inputs)}.json`);
+  const preloadModules = opts.preloadModules ?? [];
+  const file = path.join(dir, `${await cacheKey(entry, inputs, preloadModules)}.json`);
   try {
     const cached = JSON.parse(await readFile(file, 'utf8')) as WorkflowBundleWithSourceMap;
     if (typeof cached.code === 'string') return cached;
   } catch {
     /* not cached yet */
   }
-  const bundle = await bundleWorkflowCode({ workflowsPath: entry, logger: quietLogger });
+  const bundle = await bundleWorkflowCode({
+    workflowsPath: entry,
+    logger: quietLogger,
+    ...(preloadModules.length > 0 ? { preloadModules } : {}),
+  });
   const tmp = `${file}.${process.pid}.tmp`;
   try {
     await mkdir(dir, { recursive: true });
