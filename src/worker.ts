@@ -176,7 +176,11 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
     );
     // The credentials' entity workflows, on their own queue: a burst of intent tasks never delays a send slot. One
     // entity per credential, each running one task at a time: sized to them, not to the SDK's defaults (a cache
-    // derived from the heap, 40 task slots, 10 pollers).
+    // derived from the heap, 40 task slots, 10 pollers). They run on this process's main thread (the SDK's
+    // `debugMode`), not in a workflow thread of their own: a second workflow thread (its own V8 isolate with the
+    // bundle loaded) cost ~40 MB of every worker's memory for a handful of tiny workflows. The price: the entity
+    // code runs without the SDK's 5 s limit per activation, which its handlers (no loops beyond the ≤ 64 wants of
+    // one request) never approach.
     if (loadControl) {
       const entities = Math.max(2, config.credentials.length);
       workers.push(
@@ -188,6 +192,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
           maxCachedWorkflows: entities,
           maxConcurrentWorkflowTaskExecutions: entities,
           maxConcurrentWorkflowTaskPolls: Math.min(entities, 4),
+          debugMode: true,
           stickyQueueScheduleToStartTimeout: tuning.stickyQueueTimeoutMs,
         }),
       );
