@@ -235,11 +235,9 @@ export class RetryqClient {
         workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
         memo: { fingerprint: spec.fingerprint, target, credential: spec.credential },
-        // The attributes of the first dispatch, which the intent's first workflow task starts: that task then has
-        // nothing to upsert (one history event and one visibility write less per intent).
         typedSearchAttributes: [
-          { key: retryPhaseKey, value: 'dispatching' },
-          { key: retryAttemptKey, value: 1 },
+          { key: retryPhaseKey, value: 'scheduled' },
+          { key: retryAttemptKey, value: 0 },
           { key: credentialKey, value: spec.credential },
         ],
         staticSummary: `${target} · key ${spec.idempotencyKey} · credential ${spec.credential}`,

@@ -180,8 +180,6 @@ class IntentRun {
   readonly queues: ReturnType<typeof taskQueues>;
   readonly target: string;
   readonly changesOnly: boolean;
-  /** The first run of the intent (not one continued as new). */
-  readonly fresh: boolean;
 
   constructor(
     readonly spec: IntentSpec,
@@ -193,7 +191,6 @@ class IntentRun {
     this.target = describeTarget(spec.action.method, spec.action.url);
     this.changesOnly = options.publishChangesOnly === true;
     const carried = options.carried ? upgradeCarried(options.carried) : undefined;
-    this.fresh = carried === undefined;
     if (carried) {
       this.neverSentInARow = carried.neverSentInARow;
       this.status = carried.status;
@@ -417,13 +414,7 @@ class IntentRun {
   // ---- the loop -----------------------------------------------------------------------------------------
 
   async run(): Promise<IntentOutcome> {
-    if (this.changesOnly && this.fresh)
-      // A fresh intent: whatever this first workflow task does next (dispatch, or end) publishes its own attributes
-      // in this same task, so only the UI text is set here. The client starts the intent with the attributes of its
-      // first dispatch, so that publish changes none and the task upserts nothing. (Runs started with other
-      // attributes still publish them at that step: histories recorded before stay as they are.)
-      setCurrentDetails(this.details());
-    else this.publish();
+    this.publish();
     for (;;) {
       if (this.webhookVerdict) return this.applyWebhook(this.webhookVerdict);
       if (this.status.cancelRequested !== undefined) return this.finish(Phase.cancelled, this.status.cancelRequested);

@@ -78,7 +78,7 @@ describe.each([2, 0])(
 );
 
 describe('the history of an intent', () => {
-  it('holds 12 events when the first attempt succeeds: 2 workflow tasks, 1 search-attribute upsert', async () => {
+  it('holds 13 events when the first attempt succeeds: 3 workflow tasks, 2 search-attribute upserts', async () => {
     const t = await h.setup({});
     const input = t.intent();
     const outcome = await t.run(async () => {
@@ -86,13 +86,13 @@ describe('the history of an intent', () => {
       return t.client.result(input.idempotencyKey);
     });
     expect(outcome.phase).toBe('succeeded');
-    // The start carries the attributes of the first dispatch (`dispatching`, attempt 1), so the first task upserts
-    // nothing; the run upserts `succeeded` at the end.
+    // The start carries the `scheduled` attributes; the run upserts `dispatching` (attempt 1) and `succeeded`.
     expect(await eventTypes(t, input.idempotencyKey)).toEqual([
       'WORKFLOW_EXECUTION_STARTED',
       'WORKFLOW_TASK_SCHEDULED',
       'WORKFLOW_TASK_STARTED',
       'WORKFLOW_TASK_COMPLETED',
+      'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
       'ACTIVITY_TASK_SCHEDULED',
       'ACTIVITY_TASK_STARTED',
       'ACTIVITY_TASK_COMPLETED',
@@ -104,7 +104,7 @@ describe('the history of an intent', () => {
     ]);
   });
 
-  it('upserts once per transition on the way through a rate limit: waiting, dispatching, succeeded', async () => {
+  it('upserts once per transition on the way through a rate limit: dispatching, waiting, dispatching, succeeded', async () => {
     const t = await h.setup(rateLimitedOnce);
     const input = t.intent();
     const outcome = await t.run(async () => {
@@ -113,9 +113,9 @@ describe('the history of an intent', () => {
     });
     expect(outcome.phase).toBe('succeeded');
     const types = await eventTypes(t, input.idempotencyKey);
-    expect(types.filter((e) => e === 'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES')).toHaveLength(3);
+    expect(types.filter((e) => e === 'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES')).toHaveLength(4);
     expect(types.filter((e) => e === 'WORKFLOW_TASK_COMPLETED')).toHaveLength(4);
-    expect(types).toHaveLength(25);
+    expect(types).toHaveLength(26);
     // What the UI lists by: the final attributes say succeeded after 2 attempts, and the last error seen.
     const desc = await t.env.client.workflow.getHandle(workflowIdOf(input.idempotencyKey)).describe();
     expect(desc.searchAttributes['RetryPhase']).toEqual(['succeeded']);
