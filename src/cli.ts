@@ -256,9 +256,6 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
     gaveUp,
   ]);
   stopDemo.abort();
-  // The demo's last status calls finish while the workers still answer them: a call still out (or retrying) when
-  // the connection closes would end the process with the gRPC library's error instead of a clean stop.
-  if (demoDone) await Promise.race([demoDone, new Promise((r) => setTimeout(r, 15_000).unref())]);
   io.err(
     first === 'signal'
       ? 'Stopping: draining workers…'
@@ -266,6 +263,9 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
         ? 'The workers stopped; shutting down…'
         : 'Stopping the workers: the Temporal server is gone…',
   );
+  // The demo's last status calls finish while the workers still answer them: a call still out (or retrying) when
+  // the connection closes would end the process with the gRPC library's error instead of a clean stop.
+  if (demoDone) await Promise.race([demoDone, new Promise((r) => setTimeout(r, 15_000).unref())]);
   await hooks?.close();
   // Without a server the workers cannot finish their tasks: do not wait the whole drain for them.
   await saysWhileSlow(
