@@ -184,37 +184,39 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
       );
   }
   // One activity worker per credential and kind: its concurrency caps the credential's calls in this process.
-  const activityWorker = (taskQueue: string, fns: Partial<typeof activities>, concurrency: number, perMinute: number) =>
-    Worker.create({
-      connection,
-      namespace,
-      taskQueue,
-      activities: fns,
-      maxConcurrentActivityTaskExecutions: concurrency,
-      maxHeartbeatThrottleInterval: HEARTBEAT_EVERY_MS,
-      // Without load control: Temporal's task-queue rate limit (applied per partition: rate ÷ partitions).
-      ...(loadControl ? {} : { maxTaskQueueActivitiesPerSecond: perMinute / 60 }),
-    });
   for (const c of config.credentials) {
     const budget = budgetOf(c);
-    if (roles.actions)
+    // [task queue, activities, concurrency, budget per minute]
+    const kinds: Array<false | [string, object, number, number]> = [
+      roles.actions && [
+        queues.actions(c.id),
+        { dispatch: activities.dispatch },
+        c.concurrency,
+        budget.dispatchPerMinute,
+      ],
+      roles.inspect && [
+        queues.inspect(c.id),
+        { inspect: activities.inspect },
+        c.inspectConcurrency,
+        budget.inspectPerMinute,
+      ],
+    ];
+    for (const kind of kinds) {
+      if (!kind) continue;
+      const [taskQueue, fns, concurrency, perMinute] = kind;
       workers.push(
-        await activityWorker(
-          queues.actions(c.id),
-          { dispatch: activities.dispatch },
-          c.concurrency,
-          budget.dispatchPerMinute,
-        ),
+        await Worker.create({
+          connection,
+          namespace,
+          taskQueue,
+          activities: fns,
+          maxConcurrentActivityTaskExecutions: concurrency,
+          maxHeartbeatThrottleInterval: HEARTBEAT_EVERY_MS,
+          // Without load control: Temporal's task-queue rate limit (applied per partition: rate ÷ partitions).
+          ...(loadControl ? {} : { maxTaskQueueActivitiesPerSecond: perMinute / 60 }),
+        }),
       );
-    if (roles.inspect)
-      workers.push(
-        await activityWorker(
-          queues.inspect(c.id),
-          { inspect: activities.inspect },
-          c.inspectConcurrency,
-          budget.inspectPerMinute,
-        ),
-      );
+    }
   }
   return {
     workers,
