@@ -13,6 +13,10 @@
  * // export { myWorkflow } from './my-workflow.js';
  * ```
  *
+ * retryq's own workers preload this entry (`preloadModules`): every module it imports is evaluated once per workflow
+ * thread and shared by all the workflows the thread runs, with its exports frozen. Module-level values here and in
+ * everything imported must therefore be constants; the state of a run lives in objects the run creates.
+ *
  * @module
  */
 export {

@@ -48,6 +48,18 @@ describe('the intent workflow bundle', () => {
     expect([...sources].filter((s) => forbiddenSources.includes(s) || s.startsWith('src/activities/'))).toEqual([]);
   });
 
+  it('loads the workflow modules once per workflow thread, shared by every intent (preloaded), not once per intent', async () => {
+    const { code } = await intentWorkflowBundle();
+    // The SDK's entry runs `preloadModules()` when it creates a workflow thread's context, before any workflow.
+    const preload = /preloadModules = function preloadModules\(\) \{([^}]*)\}/.exec(code);
+    expect(preload?.[1]).toMatch(/"\.\/src\/workflows\/index\.ts"/);
+    const control = await cachedWorkflowBundle({
+      workflowsPath: fileURLToPath(new URL('./fixtures/schema-importing-workflow.ts', import.meta.url)),
+      inputs: [fileURLToPath(new URL('./fixtures/schema-importing-workflow.ts', import.meta.url)), 'src'],
+    });
+    expect(/preloadModules = function preloadModules\(\) \{([^}]*)\}/.exec(control.code)?.[1]?.trim()).toBe('');
+  });
+
   it('would be caught importing the schemas (control case)', async () => {
     const { code } = await cachedWorkflowBundle({
       workflowsPath: fileURLToPath(new URL('./fixtures/schema-importing-workflow.ts', import.meta.url)),
