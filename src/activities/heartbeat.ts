@@ -5,7 +5,8 @@
  * - a worker that dies mid-call is noticed when its heartbeats stop (the workflow's heartbeat timeout, a few
  *   seconds), not when the call's whole start-to-close timeout runs out; the attempt then goes to inspection;
  * - a cancellation of the activity (a cancelled intent) reaches it: the SDK delivers cancellation only to an
- *   activity that heartbeats, and aborts `Context.current().cancellationSignal`, which aborts the HTTP request.
+ *   activity that heartbeats, and aborts `Context.current().cancellationSignal`, which aborts the HTTP request
+ *   (or the wait for a send slot, and then nothing was sent).
  *
  * The worker sends heartbeats to the server at most once per `maxHeartbeatThrottleInterval` (retryq's workers set
  * it to this interval; see src/worker.ts), well inside the workflow's heartbeat timeout.
@@ -16,21 +17,28 @@ import { Context } from '@temporalio/activity';
 export const HEARTBEAT_EVERY_MS = 1_000;
 
 /**
- * Runs `work` while heartbeating. When the activity was cancelled meanwhile, throws the SDK's cancellation (so the
- * activity ends as cancelled, not as a failed attempt) instead of what `work` made of the aborted call.
+ * Runs `work` while heartbeating. `work` calls `sending()` just before its request may leave the process.
+ *
+ * When the activity was cancelled before that, throws the SDK's cancellation, so the activity ends as cancelled:
+ * a cancelled activity then always means "nothing was sent" (the intent workflow relies on it, see
+ * `watchedDispatch` in src/workflows/intent.ts). Once the request may have left, the cancellation aborts it and the
+ * activity ends with what `work` made of the aborted call — a failure whose evidence says the outcome is unknown
+ * (or the answer, if it arrived first) — because the provider may have received it.
  */
-export async function whileHeartbeating<T>(work: () => Promise<T>): Promise<T> {
+export async function whileHeartbeating<T>(work: (sending: () => void) => Promise<T>): Promise<T> {
   const ctx = Context.current();
-  // The first heartbeat after one interval, not at the start: a call answered within it (the common case) sends
-  // none, which saves the server one write per call. The heartbeat timeout counts from the activity's start, so a
-  // worker that dies before its first heartbeat is still noticed in time.
+  let mayHaveSent = false;
+  const cancelledBeforeSending = () => ctx.cancellationSignal.aborted && !mayHaveSent;
+  ctx.heartbeat();
   const timer = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
   try {
-    const result = await work();
-    if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason;
+    const result = await work(() => {
+      mayHaveSent = true;
+    });
+    if (cancelledBeforeSending()) throw ctx.cancellationSignal.reason;
     return result;
   } catch (err) {
-    if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason;
+    if (cancelledBeforeSending()) throw ctx.cancellationSignal.reason;
     throw err;
   } finally {
     clearInterval(timer);
