@@ -36,7 +36,7 @@ import type { IntentInput, IntentStatus } from './intent.js';
 import { projectRoot, resolveTemporalCli, resolveTestServer } from './temporal/binaries.js';
 import { TemporalUnreachable, connectClient, connectWorker } from './temporal/connect.js';
 import { installRuntime } from './temporal/runtime.js';
-import { PortInUse, ServerExited, assertPortFree } from './temporal/server-process.js';
+import { PortInUse, ServerExited, assertPortFree, freePort } from './temporal/server-process.js';
 import { createWorkers } from './worker.js';
 import { runDemo } from './demo/run.js';
 import { DEMO_API_KEY, DEMO_CREDENTIAL, defaultDemoSize, demoCredential, demoScenario } from './demo/scenario.js';
@@ -126,7 +126,9 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
       : {}),
   };
   const logFile = path.join(config.dev.dataDir, 'retryq-dev.log');
-  installRuntime({ level: 'INFO', coreLevel: 'WARN', logFile });
+  const metricsPort = config.metricsPort ?? DEFAULT_METRICS_PORT;
+  const sdkMetricsAddress = await sdkMetricsAddressFor(metricsPort);
+  installRuntime({ level: 'INFO', coreLevel: 'WARN', logFile, sdkMetricsAddress });
   let sim: Awaited<ReturnType<typeof startProviderSim>> | undefined;
   if (withDemo) {
     await assertPortFree('127.0.0.1', config.dev.simPort, 'simulated provider, RETRYQ_DEV_SIM_PORT');
@@ -136,8 +138,7 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
   const secrets = new Map(resolveSecrets(config.credentials));
   if (sim) secrets.set(DEMO_CREDENTIAL, DEMO_API_KEY);
   let dev: Awaited<ReturnType<typeof startDev>>;
-  // Off unless asked for: a dev session should not take a fixed port of its own accord.
-  const metrics = await startMetrics(config.metricsPort ?? 0);
+  const metrics = await startMetrics(metricsPort, sdkMetricsAddress);
   try {
     dev = await startDev({ config: devConfig, secrets, log: io.err, metrics: metrics.metrics });
   } catch (err) {
@@ -225,10 +226,12 @@ async function cmdWorker(argv: string[], config: RetryqConfig): Promise<number> 
     io.out('retryq worker — run the retryq workers against the configured Temporal (TEMPORAL_ADDRESS …).');
     return ExitCode.ok;
   }
-  installRuntime({ level: 'INFO' });
+  const metricsPort = config.metricsPort ?? DEFAULT_METRICS_PORT;
+  const sdkMetricsAddress = await sdkMetricsAddressFor(metricsPort);
+  installRuntime({ level: 'INFO', sdkMetricsAddress });
   const secrets = resolveSecrets(config.credentials);
   const connection = await connectWorker(config.temporal);
-  const metrics = await startMetrics(config.metricsPort ?? 9464);
+  const metrics = await startMetrics(metricsPort, sdkMetricsAddress);
   const workers = await createWorkers({ config, connection, secrets, metrics: metrics.metrics });
   const running = workers.run();
   io.err(
@@ -242,12 +245,26 @@ async function cmdWorker(argv: string[], config: RetryqConfig): Promise<number> 
   return ExitCode.ok;
 }
 
+/** The workers' metrics port unless RETRYQ_METRICS_PORT says otherwise (`retryq worker` and `retryq dev`). */
+const DEFAULT_METRICS_PORT = 9464;
+
+/**
+ * Where the SDK's own Prometheus exporter listens: a free loopback port, read only by retryq's endpoint, which
+ * serves it with retryq's metrics on the one documented port. None when the endpoint is off.
+ */
+async function sdkMetricsAddressFor(port: number): Promise<string | undefined> {
+  return port === 0 ? undefined : `127.0.0.1:${await freePort('127.0.0.1')}`;
+}
+
 /** The workers' Prometheus endpoint (RETRYQ_METRICS_PORT); a port already in use is reported, not fatal. */
-async function startMetrics(port: number): Promise<{ metrics: LoadMetrics; close: () => Promise<void> }> {
+async function startMetrics(
+  port: number,
+  sdkMetricsAddress: string | undefined,
+): Promise<{ metrics: LoadMetrics; close: () => Promise<void> }> {
   const metrics = new LoadMetrics({ processMetrics: true });
   if (port === 0) return { metrics, close: () => Promise.resolve() };
   try {
-    const server = await serveMetrics(metrics, port);
+    const server = await serveMetrics(metrics, port, '0.0.0.0', { sdkMetricsAddress });
     io.err(`Worker metrics (Prometheus): http://localhost:${port}/metrics`);
     return { metrics, close: () => new Promise((resolve) => server.close(() => resolve())) };
   } catch (err) {

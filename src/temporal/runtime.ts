@@ -17,6 +17,7 @@ import { DefaultLogger, Runtime, makeTelemetryFilterString } from '@temporalio/w
 import type { LogEntry, LogLevel } from '@temporalio/worker';
 
 let installed = false;
+let installedMetricsAddress: string | undefined;
 
 export interface RuntimeSetup {
   /** Lowest level logged, for both the TypeScript SDK and the native core. @default 'WARN' */
@@ -25,6 +26,13 @@ export interface RuntimeSetup {
   coreLevel?: LogLevel;
   /** Write logs here (JSON lines) instead of stderr; errors are still printed to stderr. */
   logFile?: string;
+  /**
+   * `host:port` where the SDK's own Prometheus exporter listens (the workers' metrics: task slots, poll and
+   * schedule-to-start latencies, sticky cache, and retryq's counters emitted through the SDK's metric meter).
+   * retryq binds it to a loopback port and serves it together with its own metrics (see `worker-metrics.ts`).
+   * @default none: the SDK records no metrics
+   */
+  sdkMetricsAddress?: string | undefined;
 }
 
 function logToFile(file: string): (entry: LogEntry) => void {
@@ -37,16 +45,35 @@ function logToFile(file: string): (entry: LogEntry) => void {
   };
 }
 
+/** Whether {@link installRuntime} ran in this process, and with the SDK's metrics where. */
+export function runtimeInstalled(): { installed: boolean; sdkMetricsAddress: string | undefined } {
+  return { installed, sdkMetricsAddress: installedMetricsAddress };
+}
+
 /** Installs the runtime; later calls are no-ops. */
 export function installRuntime(setup: RuntimeSetup = {}): void {
   if (installed) return;
   installed = true;
+  installedMetricsAddress = setup.sdkMetricsAddress;
   const level = setup.level ?? 'WARN';
   Runtime.install({
     logger: setup.logFile ? new DefaultLogger(level, logToFile(setup.logFile)) : new DefaultLogger(level),
     shutdownSignals: [],
     telemetryOptions: {
       logging: { filter: makeTelemetryFilterString({ core: setup.coreLevel ?? 'ERROR', other: level }) },
+      ...(setup.sdkMetricsAddress
+        ? {
+            metrics: {
+              prometheus: {
+                bindAddress: setup.sdkMetricsAddress,
+                // Prometheus conventions: counters end in _total, durations in seconds with the unit in the name.
+                countersTotalSuffix: true,
+                unitSuffix: true,
+                useSecondsForDurations: true,
+              },
+            },
+          }
+        : {}),
     },
   });
 }
