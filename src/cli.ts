@@ -16,8 +16,9 @@
  * retryq sim [--scenario FILE]      the simulated provider
  * retryq doctor                    which Temporal binaries are used, and their versions
  * ```
- * Every command that reads takes `--json`. Exit codes: 0 ok, 1 failure, 2 usage, 3 not found,
- * 4 idempotency conflict, 78 configuration error.
+ * Every command that reads takes `--json`. Exit codes: 0 ok, 1 failure, 2 usage or invalid intent, 3 no such
+ * intent, 4 idempotency conflict, 5 the intent has already ended, 6 no live worker serves the credential,
+ * 78 configuration error.
  *
  * @example
  * ```sh
@@ -28,7 +29,16 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
-import { IdempotencyConflict, IntentNotFound, IntentValidationError, RetryqClient } from './client.js';
+import {
+  IdempotencyConflict,
+  IntentAlreadyEnded,
+  IntentNotFound,
+  IntentValidationError,
+  RetryqClient,
+  isFinal,
+} from './client.js';
+import { CredentialNotServedError, TemporalRequestError } from './ops-errors.js';
+import { translateTemporalError } from './temporal/service-errors.js';
 import { ConfigError, loadConfig, resolveSecrets } from './config.js';
 import type { RetryqConfig } from './config.js';
 import { startDev } from './dev.js';
@@ -51,7 +61,16 @@ import {
   resumeCredential,
 } from './load-control/credentials-report.js';
 
-export const ExitCode = { ok: 0, failure: 1, usage: 2, notFound: 3, conflict: 4, config: 78 } as const;
+export const ExitCode = {
+  ok: 0,
+  failure: 1,
+  usage: 2,
+  notFound: 3,
+  conflict: 4,
+  alreadyEnded: 5,
+  credentialNotServed: 6,
+  config: 78,
+} as const;
 
 class UsageError extends Error {
   override readonly name = 'UsageError';
@@ -172,7 +191,12 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
   );
   const stopDemo = new AbortController();
   if (sim) {
-    const rq = new RetryqClient({ client: dev.client, taskQueuePrefix: config.taskQueuePrefix });
+    // This process runs the demo credential's workers itself (they may not have polled yet).
+    const rq = new RetryqClient({
+      client: dev.client,
+      taskQueuePrefix: config.taskQueuePrefix,
+      requireServedCredential: false,
+    });
     const runId = new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
     void runDemo({
       rq,
@@ -285,6 +309,7 @@ async function withClient<T>(config: RetryqConfig, fn: (rq: RetryqClient) => Pro
         taskQueuePrefix: config.taskQueuePrefix,
         defaultDeadlineMs: config.intents.defaultDeadlineMs,
         maxDeadlineMs: config.intents.maxDeadlineMs,
+        knownCredentials: config.credentials.map((c) => c.id),
       }),
     );
   } finally {
@@ -302,6 +327,7 @@ const SUBMIT_HELP = `retryq submit — submit an intent
   --inspect-url URL     inspection URL template with {idempotencyKey}
   --deadline D          ISO time or duration ('2h')
   --max-attempts N
+  --no-worker-check     accept a credential no live worker serves yet (workers deployed later)
   --wait                wait for the final outcome
   --json                machine-readable output`;
 
@@ -317,6 +343,7 @@ async function cmdSubmit(argv: string[], config: RetryqConfig): Promise<number> 
     'inspect-url': { type: 'string' },
     deadline: { type: 'string' },
     'max-attempts': { type: 'string' },
+    'no-worker-check': { type: 'boolean' },
     wait: { type: 'boolean' },
     json: { type: 'boolean' },
   });
@@ -357,12 +384,15 @@ async function cmdSubmit(argv: string[], config: RetryqConfig): Promise<number> 
   if (values['inspect-url']) intent['inspection'] = { url: values['inspect-url'] };
   if (values.deadline) intent['deadline'] = values.deadline;
   if (values['max-attempts']) {
-    const n = Number(values['max-attempts']);
+    const n = positiveInt('--max-attempts', values['max-attempts']);
     const policy = typeof intent['policy'] === 'object' && intent['policy'] !== null ? intent['policy'] : {};
     intent['policy'] = { ...policy, maxAttempts: n };
   }
   return withClient(config, async (rq) => {
-    const submitted = await rq.submit(intent as IntentInput);
+    const submitted = await rq.submit(
+      intent as IntentInput,
+      values['no-worker-check'] ? { requireServedCredential: false } : {},
+    );
     if (!values.wait) {
       if (values.json) io.out(JSON.stringify(submitted));
       else
@@ -466,7 +496,23 @@ async function cmdCancel(argv: string[], config: RetryqConfig): Promise<number> 
   const key = positionals[0];
   return withClient(config, async (rq) => {
     await rq.cancel(key, values.reason ?? 'cancelled from the retryq CLI');
-    io.out(values.json ? JSON.stringify({ key, cancelRequested: true }) : `Cancel requested for ${key}.`);
+    // A dispatch not yet started ends at once; an attempt in flight finishes first. Say which, briefly.
+    let s = await rq.status(key);
+    for (let i = 0; i < 20 && !isFinal(s.phase); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      s = await rq.status(key);
+    }
+    if (values.json)
+      io.out(JSON.stringify({ key, cancelRequested: true, phase: s.phase, reservation: s.reservation ?? null }));
+    else if (isFinal(s.phase))
+      io.out(
+        `Intent ${key} is ${s.phase}${s.finalReason ? `: ${s.finalReason}` : ''}.` +
+          (s.reservation ? ` Reservation to reconcile: ${s.reservation.reason}.` : ' Nothing is left to reconcile.'),
+      );
+    else
+      io.out(
+        `Cancel requested for ${key}; it is still ${s.phase}: a call in flight finishes first, then it ends as cancelled.`,
+      );
     return ExitCode.ok;
   });
 }
@@ -480,8 +526,8 @@ async function cmdRetryNow(argv: string[], config: RetryqConfig): Promise<number
   }
   const key = positionals[0];
   return withClient(config, async (rq) => {
-    await rq.retryNow(key);
-    io.out(values.json ? JSON.stringify({ key, retryNow: true }) : `Retry requested for ${key}.`);
+    const report = await rq.retryNow(key);
+    io.out(values.json ? JSON.stringify(report) : `${key}: ${report.message}`);
     return ExitCode.ok;
   });
 }
@@ -610,19 +656,42 @@ export async function main(argv: string[]): Promise<number> {
       io.err(err.message);
       return ExitCode.usage;
     }
+    if (err instanceof IntentAlreadyEnded) {
+      io.err(`retryq: ${err.message}`);
+      return ExitCode.alreadyEnded;
+    }
     if (err instanceof IntentNotFound) {
       io.err(`retryq: ${err.message}`);
       return ExitCode.notFound;
+    }
+    if (err instanceof CredentialNotServedError) {
+      io.err(`retryq: ${err.message}`);
+      return ExitCode.credentialNotServed;
     }
     if (err instanceof IdempotencyConflict) {
       io.err(`retryq: ${err.message}`);
       return ExitCode.conflict;
     }
-    if (err instanceof TemporalUnreachable || err instanceof PortInUse || err instanceof ServerExited) {
-      io.err(`retryq: ${err.message}`);
+    const translated = translateTemporalError(err, `run \`retryq ${command}\``);
+    if (
+      translated instanceof TemporalRequestError ||
+      translated instanceof TemporalUnreachable ||
+      translated instanceof PortInUse ||
+      translated instanceof ServerExited
+    ) {
+      io.err(`retryq: ${translated.message}`);
       return ExitCode.failure;
     }
-    io.err(`retryq: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    // Not one of retryq's own errors: the message, and the stack only when asked for (never a bare stack trace).
+    const message = err instanceof Error ? err.message : String(err);
+    io.err(
+      `retryq: ${command} failed unexpectedly: ${message}\n` +
+        (process.env['RETRYQ_DEBUG']
+          ? err instanceof Error
+            ? (err.stack ?? '')
+            : ''
+          : 'This looks like a bug in retryq: run again with RETRYQ_DEBUG=1 for the stack trace and report it.'),
+    );
     return ExitCode.failure;
   }
 }

@@ -68,6 +68,7 @@ export type {
   IntentStatus,
   JsonValue,
   Reservation,
+  StalledDispatch,
 } from './intent.js';
 export type { CodeRule, CodeTable } from './policy/index.js';
 export {

@@ -104,7 +104,13 @@ export function sizeProblems(input: unknown, limits: IntentLimits): SizeProblem[
         if (typeof value === 'string') bytes += utf8(name) + 2 + utf8(value) + 2;
       if (bytes > limits.maxHeaderBytes)
         problems.push(
-          tooLarge('action.headers', ' of headers (Name: value and a line break each)', bytes, 'maxHeaderBytes', limits.maxHeaderBytes),
+          tooLarge(
+            'action.headers',
+            ' of headers (Name: value and a line break each)',
+            bytes,
+            'maxHeaderBytes',
+            limits.maxHeaderBytes,
+          ),
         );
     }
     if (a['body'] !== undefined) {

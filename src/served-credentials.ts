@@ -29,11 +29,18 @@ export interface CredentialServing {
 const GRPC_UNIMPLEMENTED = 12;
 
 /** Whether a live worker polls `credential`'s dispatch queue. */
-export async function credentialServing(client: Client, prefix: string, credential: string): Promise<CredentialServing> {
+export async function credentialServing(
+  client: Client,
+  prefix: string,
+  credential: string,
+): Promise<CredentialServing> {
   try {
     const answer = await client.workflowService.describeTaskQueue({
       namespace: client.options.namespace,
-      taskQueue: { name: taskQueues(prefix).actions(credential), kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+      taskQueue: {
+        name: taskQueues(prefix).actions(credential),
+        kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL,
+      },
       taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
     });
     const pollers = answer.pollers?.length ?? 0;
@@ -66,10 +73,16 @@ async function activeCredentials(client: Client, prefix: string, limit: number):
 /**
  * The credentials among `known` and the active ones that live workers serve, sorted; at most 20 are looked up.
  */
-export async function servedCredentials(client: Client, prefix: string, known: readonly string[] = []): Promise<string[]> {
+export async function servedCredentials(
+  client: Client,
+  prefix: string,
+  known: readonly string[] = [],
+): Promise<string[]> {
   const candidates = [...new Set([...known, ...(await activeCredentials(client, prefix, 20))])].slice(0, 20);
   const served = await Promise.all(
-    candidates.map(async (c) => ((await credentialServing(client, prefix, c).catch(() => undefined))?.served ? c : undefined)),
+    candidates.map(async (c) =>
+      (await credentialServing(client, prefix, c).catch(() => undefined))?.served ? c : undefined,
+    ),
   );
   return served.filter((c): c is string => c !== undefined).sort();
 }

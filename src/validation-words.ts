@@ -47,13 +47,21 @@ export function describeFound(value: unknown): string {
 
 function sizeWords(origin: string, bound: number | bigint, inclusive: boolean | undefined, least: boolean): string {
   const n = Number(bound);
-  const atLeast = least ? (inclusive === false ? 'more than' : 'at least') : inclusive === false ? 'less than' : 'at most';
+  const atLeast = least
+    ? inclusive === false
+      ? 'more than'
+      : 'at least'
+    : inclusive === false
+      ? 'less than'
+      : 'at most';
   switch (origin) {
     case 'string':
       return least && n === 1 && inclusive !== false ? 'must not be empty' : `must be ${atLeast} ${n} characters long`;
     case 'array':
     case 'set':
-      return least && n === 1 && inclusive !== false ? 'must list at least one entry' : `must have ${atLeast} ${n} entries`;
+      return least && n === 1 && inclusive !== false
+        ? 'must list at least one entry'
+        : `must have ${atLeast} ${n} entries`;
     case 'date':
       return `must be ${least ? 'on or after' : 'on or before'} ${new Date(n).toISOString()}`;
     default:

@@ -14,7 +14,7 @@
  * ```
  */
 import { ServiceError, isGrpcServiceError } from '@temporalio/client';
-import { TemporalRequestError } from '../errors.js';
+import { TemporalRequestError } from '../ops-errors.js';
 
 /** gRPC status names by number (the ones Temporal answers with). */
 const GRPC_STATUS: Record<number, string> = {
@@ -44,7 +44,7 @@ function adviceFor(status: string, message: string): string {
       '(docs/configuration.md, "Intent size limits") keep intents well inside it unless they were raised.'
     );
   if (/larger than max|message larger|received message/i.test(message))
-    return "The request is larger than the gRPC message size the server accepts (4 MiB by default): make the intent smaller.";
+    return 'The request is larger than the gRPC message size the server accepts (4 MiB by default): make the intent smaller.';
   switch (status) {
     case 'UNAUTHENTICATED':
     case 'PERMISSION_DENIED':
@@ -81,7 +81,6 @@ export function translateTemporalError(err: unknown, doing: string): unknown {
     const status = GRPC_STATUS[grpc.code] ?? `gRPC status ${grpc.code}`;
     return new TemporalRequestError(doing, status, grpc.details, adviceFor(status, grpc.details), { cause: err });
   }
-  if (err instanceof ServiceError)
-    return new TemporalRequestError(doing, 'UNKNOWN', err.message, '', { cause: err });
+  if (err instanceof ServiceError) return new TemporalRequestError(doing, 'UNKNOWN', err.message, '', { cause: err });
   return err;
 }

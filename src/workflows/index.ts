@@ -15,8 +15,15 @@
  *
  * @module
  */
-export { intentWorkflow, cancelSignal, retryNowSignal, statusQuery } from './intent.js';
-export type { IntentWorkflowOptions, CarriedState } from './intent.js';
+export {
+  DEFAULT_STALL_AFTER_MS,
+  intentWorkflow,
+  cancelSignal,
+  retryNowSignal,
+  retryNowUpdate,
+  statusQuery,
+} from './intent.js';
+export type { IntentWorkflowOptions, CarriedState, RetryNowAnswer } from './intent.js';
 export {
   credentialWorkflow,
   acquireSlotsUpdate,

@@ -124,7 +124,12 @@ async function runScenario(env: TestWorkflowEnvironment, sc: HistoryScenario, si
   const running = workers.run();
   try {
     const now = await env.currentTimeMs();
-    const client = new RetryqClient({ client: env.client, taskQueuePrefix: prefix, clock: () => now });
+    const client = new RetryqClient({
+      client: env.client,
+      taskQueuePrefix: prefix,
+      clock: () => now,
+      requireServedCredential: false,
+    });
     await client.submit({
       idempotencyKey: key,
       credential: CREDENTIAL,
