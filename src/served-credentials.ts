@@ -47,7 +47,7 @@ export async function credentialServing(
     return { served: pollers > 0, pollers };
   } catch (err) {
     // A server without the API (the time-skipping test server) cannot say: the check is skipped, not failed.
-    if (isGrpcServiceError(err) && err.code === GRPC_UNIMPLEMENTED) return { served: undefined, pollers: 0 };
+    if (isGrpcServiceError(err) && Number(err.code) === GRPC_UNIMPLEMENTED) return { served: undefined, pollers: 0 };
     throw err;
   }
 }
