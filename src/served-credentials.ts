@@ -15,8 +15,10 @@
  */
 import type { Client } from '@temporalio/client';
 import { isGrpcServiceError } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
+import proto from '@temporalio/proto';
 import { taskQueues } from './task-queues.js';
+
+// @temporalio/proto is CommonJS: the enums come from its default export.
 
 /** What the server knows about the workers of one credential. */
 export interface CredentialServing {
@@ -39,9 +41,9 @@ export async function credentialServing(
       namespace: client.options.namespace,
       taskQueue: {
         name: taskQueues(prefix).actions(credential),
-        kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL,
+        kind: proto.temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL,
       },
-      taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+      taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
     });
     const pollers = answer.pollers?.length ?? 0;
     return { served: pollers > 0, pollers };

@@ -3,8 +3,8 @@
  * worker exports them with the SDK's metrics (Prometheus, `RETRYQ_METRICS_PORT`, see docs/operations.md). The SDK
  * emits nothing while a workflow replays, so a counter counts each event once, on the worker that first ran it.
  *
- * Every label is a fixed word or a credential id (never a secret); the SDK adds `namespace`, `task_queue` and
- * `workflow_type`. Counters are created where they are used, not at module load (workflow code stays light).
+ * Every label is a fixed word or a credential id (never a secret); the SDK adds `namespace`, `taskQueue` and
+ * `workflowType`. Counters are created where they are used, not at module load (workflow code stays light).
  *
  * | metric (Prometheus) | labels | counts |
  * | --- | --- | --- |

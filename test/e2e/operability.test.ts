@@ -165,14 +165,15 @@ describe('when an intent is too large', () => {
     const rq = clientOf(t);
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ body: { blob: 'x'.repeat(300_000) } }, 'action.body'],
-      [{ headers: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`X-Pad-${i}`, 'v'.repeat(1000)])) }, 'action.headers'],
+      [
+        { headers: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`X-Pad-${i}`, 'v'.repeat(1000)])) },
+        'action.headers',
+      ],
       [{ url: `${t.sim.url}/v1/charges?pad=${'u'.repeat(9000)}` }, 'action.url'],
     ];
     for (const [action, path] of cases) {
       const input = t.intent();
-      const err = await rq
-        .submit({ ...input, action: { ...input.action, ...action } })
-        .catch((e: unknown) => e);
+      const err = await rq.submit({ ...input, action: { ...input.action, ...action } }).catch((e: unknown) => e);
       expect(err, path).toBeInstanceOf(IntentValidationError);
       const problem = (err as IntentValidationError).problems[0];
       expect(problem?.path).toBe(path);
@@ -197,7 +198,9 @@ describe('when an intent is too large', () => {
       expect(refusal.code).toBe('temporal_request_failed');
       expect(refusal.status).toBe('INVALID_ARGUMENT');
       expect(refusal.serverMessage).toMatch(/Blob data size exceeds limit/i);
-      expect(refusal.message).toMatch(/^Temporal refused to start the workflow of intent "[^"]+" \(INVALID_ARGUMENT\): Blob data size exceeds limit/i);
+      expect(refusal.message).toMatch(
+        /^Temporal refused to start the workflow of intent "[^"]+" \(INVALID_ARGUMENT\): Blob data size exceeds limit/i,
+      );
       expect(refusal.message).toContain("Temporal's payload limit");
       await notStarted(t, input.idempotencyKey);
     });
@@ -207,7 +210,9 @@ describe('when an intent is too large', () => {
 describe('retry now', () => {
   it('says the next attempt waits for the Retry-After, and when; the wait stays', async () => {
     const t = await h.setup({
-      rules: [{ match: { idempotencyKeyPrefix: 'order-' }, steps: [{ status: 429, retryAfter: '3600' }], then: 'normal' }],
+      rules: [
+        { match: { idempotencyKeyPrefix: 'order-' }, steps: [{ status: 429, retryAfter: '3600' }], then: 'normal' },
+      ],
     });
     await t.run(async () => {
       const input = t.intent({ deadline: '3h' });
