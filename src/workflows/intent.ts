@@ -771,7 +771,8 @@ class IntentRun {
         : phase === Phase.cancelled
           ? `Cancelled: ${this.target} will not be sent again`
           : `Failed: ${this.target} was not delivered`;
-    const last = s.lastEvidence ? ` Last answer: ${this.lastEvidenceText()}.` : ' Nothing was answered.';
+    const lastText = this.lastEvidenceText();
+    const last = !s.lastEvidence ? ' Nothing was sent.' : reason.includes(lastText) ? '' : ` Last answer: ${lastText}.`;
     const reservationText = s.reservation
       ? ` Reservation to reconcile: ${s.reservation.reason}; check the operation with idempotency key ${s.reservation.idempotencyKey} at the provider.`
       : ' No reservation is left to reconcile.';

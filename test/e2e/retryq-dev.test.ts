@@ -28,6 +28,8 @@ beforeAll(async () => {
     RETRYQ_DATA_DIR: dataDir,
     RETRYQ_DEV_PORT: String(port),
     RETRYQ_UI_PORT: String(uiPort),
+    // On by default in dev (9464): never a fixed port in tests.
+    RETRYQ_METRICS_PORT: String(await freePort()),
   };
   delete env['TEMPORAL_ADDRESS'];
   cli = (await resolveTemporalCli()).path!;
