@@ -24,6 +24,23 @@ const workflowBans = [
   },
 ];
 
+/** Code-health rules for all of src/ (one error home, public SDK APIs only, one stop-signal listener). */
+const healthSyntax = [
+  {
+    selector: 'ClassDeclaration[superClass.name=/Error$/]',
+    message: 'Errors live in src/errors.ts: extend RetryqError there, with a stable `code` and an …Error name.',
+  },
+  {
+    selector: "MemberExpression[object.name='TestWorkflowEnvironment'][property.name='create']",
+    message: "TestWorkflowEnvironment.create is the SDK's private factory: use createTimeSkipping/createLocal options.",
+  },
+  {
+    selector:
+      "CallExpression[callee.object.name='process'][callee.property.name=/^(on|once)$/][arguments.0.value=/^SIG/]",
+    message: 'Stop signals are heard in one place: untilStopped() in src/stop-signals.ts.',
+  },
+];
+
 export default tseslint.config(
   { ignores: ['node_modules/**', '.tools/**', '.data/**', 'dist/**', 'coverage/**'] },
   js.configs.recommended,
@@ -56,6 +73,27 @@ export default tseslint.config(
     },
   },
   {
+    files: ['src/**/*.ts'],
+    ignores: ['src/errors.ts', 'src/stop-signals.ts', 'src/policy/**'],
+    rules: { 'no-restricted-syntax': ['error', ...healthSyntax] },
+  },
+  {
+    files: ['src/errors.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'ClassDeclaration[superClass.name=/Error$/][id.name!=/Error$/]',
+          message: 'Error class names end in Error.',
+        },
+        {
+          selector: "ClassDeclaration[superClass.name='Error'][id.name!='RetryqError']",
+          message: 'Every retryq error extends RetryqError (a stable `code`).',
+        },
+      ],
+    },
+  },
+  {
     files: ['src/workflows/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
@@ -79,6 +117,7 @@ export default tseslint.config(
       ],
       'no-restricted-syntax': [
         'error',
+        ...healthSyntax,
         {
           selector: "CallExpression[callee.object.name='Date'][callee.property.name='now']",
           message: 'No clock in the policy core: take `now` as a parameter.',

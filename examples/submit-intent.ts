@@ -1,5 +1,5 @@
 import { Client, Connection } from '@temporalio/client';
-import { IdempotencyConflict, RetryqClient } from 'retryq';
+import { IdempotencyConflictError, RetryqClient } from 'retryq';
 
 const client = new Client({ connection: await Connection.connect({ address: 'localhost:7233' }) });
 const retryq = new RetryqClient({ client });
@@ -28,6 +28,6 @@ try {
   else console.log(outcome.finalReason, outcome.reservation);
 } catch (err) {
   // The same key was used before with another body, URL, method or credential: nothing was sent.
-  if (err instanceof IdempotencyConflict) console.error(err.message);
+  if (err instanceof IdempotencyConflictError) console.error(err.message);
   else throw err;
 }

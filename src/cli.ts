@@ -29,24 +29,29 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
-import {
-  IdempotencyConflict,
-  IntentAlreadyEnded,
-  IntentNotFound,
-  IntentValidationError,
-  RetryqClient,
-  isFinal,
-} from './client.js';
-import { CredentialNotServedError, TemporalRequestError } from './ops-errors.js';
-import { translateTemporalError } from './temporal/service-errors.js';
-import { ConfigError, loadConfig, resolveSecrets } from './config.js';
+import { RetryqClient, isFinal } from './client.js';
+import { loadConfig, resolveSecrets } from './config.js';
 import type { RetryqConfig } from './config.js';
 import { startDev } from './dev.js';
+import { untilStopped } from './stop-signals.js';
 import type { IntentInput, IntentStatus } from './intent.js';
+import { evidenceText } from './policy/index.js';
 import { projectRoot, resolveTemporalCli, resolveTestServer } from './temporal/binaries.js';
-import { TemporalUnreachable, connectClient, connectWorker } from './temporal/connect.js';
+import {
+  ConfigError,
+  CredentialNotFoundError,
+  CredentialNotServedError,
+  IdempotencyConflictError,
+  IntentAlreadyEndedError,
+  IntentNotFoundError,
+  IntentValidationError,
+  RetryqError,
+  UsageError,
+} from './errors.js';
+import { connectClient, connectWorker } from './temporal/connect.js';
+import { translateTemporalError } from './temporal/service-errors.js';
 import { installRuntime } from './temporal/runtime.js';
-import { PortInUse, ServerExited, assertPortFree, freePort } from './temporal/server-process.js';
+import { assertPortFree, freePort } from './temporal/server-process.js';
 import { createWorkers } from './worker.js';
 import { runDemo } from './demo/run.js';
 import { DEMO_API_KEY, DEMO_CREDENTIAL, defaultDemoSize, demoCredential, demoScenario } from './demo/scenario.js';
@@ -54,7 +59,6 @@ import { runProviderSimCli, startProviderSim } from './sim/index.js';
 import { proxyCommand } from './proxy/command.js';
 import { LoadMetrics, serveMetrics } from './load-control/metrics.js';
 import {
-  CredentialNotFound,
   credentialLine,
   credentialsReport,
   formatCredentials,
@@ -71,10 +75,6 @@ export const ExitCode = {
   credentialNotServed: 6,
   config: 78,
 } as const;
-
-class UsageError extends Error {
-  override readonly name = 'UsageError';
-}
 
 type Out = { out: (s: string) => void; err: (s: string) => void };
 const io: Out = { out: (s) => process.stdout.write(s + '\n'), err: (s) => process.stderr.write(s + '\n') };
@@ -94,28 +94,6 @@ function parse<T extends NonNullable<ParseArgsConfig['options']>>(argv: string[]
     if (err instanceof UsageError) throw err;
     throw new UsageError((err as Error).message);
   }
-}
-
-/**
- * Waits for SIGINT/SIGTERM. A terminal's Ctrl-C reaches every process of the group (npm, tsx, node), and tsx
- * relays it too, so the same signal may arrive twice at once: only a signal more than a second after the first
- * counts as "stop now, without draining".
- */
-function untilSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    let firstAt = 0;
-    const onSignal = (sig: NodeJS.Signals) => {
-      if (firstAt === 0) {
-        firstAt = Date.now();
-        resolve(sig);
-      } else if (Date.now() - firstAt > 1000) {
-        process.stderr.write('Second signal: exiting without draining.\n');
-        process.exit(sig === 'SIGINT' ? 130 : 143);
-      }
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
-  });
 }
 
 const DEV_HELP = `retryq dev — start Temporal (dev server + Web UI, unless TEMPORAL_ADDRESS is set), the retryq workers and,
@@ -226,7 +204,7 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
       (err: unknown) => io.err(`Demo stopped: ${err instanceof Error ? err.message : String(err)}`),
     );
   }
-  const first = await Promise.race([untilSignal().then(() => 'signal' as const), failed]);
+  const first = await Promise.race([untilStopped({ exitOnSecondSignal: true }).then(() => 'signal' as const), failed]);
   stopDemo.abort();
   io.err(first === 'signal' ? 'Stopping: draining workers…' : 'The workers stopped; shutting down…');
   await dev.stop();
@@ -240,7 +218,7 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
 function positiveInt(flag: string, value: string): number {
   const n = Number(value);
   if (!/^\d+$/.test(value) || n < 1)
-    throw new UsageError(`${flag} must be a positive integer (got ${JSON.stringify(value)})`);
+    throw new UsageError({ path: flag, message: 'must be a positive integer', received: value });
   return n;
 }
 
@@ -261,7 +239,7 @@ async function cmdWorker(argv: string[], config: RetryqConfig): Promise<number> 
   io.err(
     `retryq workers polling ${config.temporal.address} (namespace ${config.temporal.namespace}); Ctrl-C to drain and stop.`,
   );
-  await Promise.race([untilSignal(), running]);
+  await Promise.race([untilStopped({ exitOnSecondSignal: true }), running]);
   workers.shutdown();
   await running;
   await connection.close();
@@ -375,7 +353,7 @@ async function cmdSubmit(argv: string[], config: RetryqConfig): Promise<number> 
     const headers = { ...((action['headers'] as Record<string, string> | undefined) ?? {}) };
     for (const h of values.header) {
       const i = h.indexOf(':');
-      if (i <= 0) throw new UsageError(`--header must look like 'Name: value' (got ${JSON.stringify(h)})`);
+      if (i <= 0) throw new UsageError({ path: '--header', message: "must look like 'Name: value'", received: h });
       headers[h.slice(0, i).trim()] = h.slice(i + 1).trim();
     }
     action['headers'] = headers;
@@ -420,9 +398,7 @@ export function formatStatus(s: IntentStatus): string {
   if (s.permittedAt) lines.push(`permitted   ${s.permittedAt} (server)`);
   if (s.lastEvidence) {
     const e = s.lastEvidence;
-    lines.push(
-      `last        ${e.status !== undefined ? `HTTP ${e.status}` : `transport ${e.transport ?? '?'}`}${e.code ? ` ${e.code}` : ''} → ${e.decision}${e.retryAfter ? ` (Retry-After ${e.retryAfter})` : ''}`,
-    );
+    lines.push(`last        ${evidenceText(e)} → ${e.decision}${e.retryAfter ? ` (Retry-After ${e.retryAfter})` : ''}`);
   }
   if (s.reservation) lines.push(`reservation ${s.reservation.reason}`);
   if (s.cancelRequested) lines.push(`cancelled   ${s.cancelRequested}`);
@@ -432,7 +408,7 @@ export function formatStatus(s: IntentStatus): string {
       const e = a.evidence;
       lines.push(
         `  ${a.startedAt}  ${a.kind === 'dispatch' ? `attempt ${a.attempt}` : `inspect ${a.attempt}`}  ` +
-          `${e.status !== undefined ? e.status : e.transport}${e.code ? ` ${e.code}` : ''} → ${e.decision}` +
+          `${evidenceText(e)} → ${e.decision}` +
           (a.nextAt ? `, next ${a.nextAt} (${a.floor})` : ''),
       );
     }
@@ -467,7 +443,8 @@ async function cmdList(argv: string[], config: RetryqConfig): Promise<number> {
     return ExitCode.ok;
   }
   const limit = values.limit === undefined ? 100 : Number(values.limit);
-  if (!Number.isInteger(limit) || limit < 1) throw new UsageError('--limit must be a positive integer');
+  if (!Number.isInteger(limit) || limit < 1)
+    throw new UsageError({ path: '--limit', message: 'must be a positive integer', received: values.limit });
   return withClient(config, async (rq) => {
     const rows = await rq.list({
       ...(values.phase ? { phase: values.phase } : {}),
@@ -562,7 +539,7 @@ async function cmdCredentials(argv: string[], config: RetryqConfig): Promise<num
           );
         return ExitCode.ok;
       } catch (err) {
-        if (err instanceof CredentialNotFound) {
+        if (err instanceof CredentialNotFoundError) {
           io.err(`retryq: ${err.message}`);
           return ExitCode.notFound;
         }
@@ -644,56 +621,39 @@ export async function main(argv: string[]): Promise<number> {
     if (!run) throw new UsageError(`unknown command "${command}"; run \`retryq help\``);
     return await run(rest, loadConfig());
   } catch (err) {
-    if (err instanceof UsageError) {
-      io.err(`retryq: ${err.message}`);
-      return ExitCode.usage;
-    }
-    if (err instanceof ConfigError) {
-      io.err(err.message);
-      return ExitCode.config;
-    }
-    if (err instanceof IntentValidationError) {
-      io.err(err.message);
-      return ExitCode.usage;
-    }
-    if (err instanceof IntentAlreadyEnded) {
-      io.err(`retryq: ${err.message}`);
-      return ExitCode.alreadyEnded;
-    }
-    if (err instanceof IntentNotFound) {
-      io.err(`retryq: ${err.message}`);
-      return ExitCode.notFound;
-    }
-    if (err instanceof CredentialNotServedError) {
-      io.err(`retryq: ${err.message}`);
-      return ExitCode.credentialNotServed;
-    }
-    if (err instanceof IdempotencyConflict) {
-      io.err(`retryq: ${err.message}`);
-      return ExitCode.conflict;
-    }
-    const translated = translateTemporalError(err, `run \`retryq ${command}\``);
-    if (
-      translated instanceof TemporalRequestError ||
-      translated instanceof TemporalUnreachable ||
-      translated instanceof PortInUse ||
-      translated instanceof ServerExited
-    ) {
-      io.err(`retryq: ${translated.message}`);
+    // Temporal's refusals in retryq's words (with the server's own message), never a bare gRPC error.
+    const known = translateTemporalError(err, `run \`retryq ${command}\``);
+    if (!(known instanceof RetryqError)) {
+      // Not one of retryq's own errors: the message, and the stack only when asked for (never a bare stack trace).
+      const message = known instanceof Error ? known.message : String(known);
+      const stack = known instanceof Error ? (known.stack ?? '') : '';
+      io.err(
+        `retryq: ${command} failed unexpectedly: ${message}\n` +
+          (process.env['RETRYQ_DEBUG']
+            ? stack
+            : 'This looks like a bug in retryq: run again with RETRYQ_DEBUG=1 for the stack trace and report it.'),
+      );
       return ExitCode.failure;
     }
-    // Not one of retryq's own errors: the message, and the stack only when asked for (never a bare stack trace).
-    const message = err instanceof Error ? err.message : String(err);
+    // Problem lists start with their own heading; single-sentence errors get the command's name.
     io.err(
-      `retryq: ${command} failed unexpectedly: ${message}\n` +
-        (process.env['RETRYQ_DEBUG']
-          ? err instanceof Error
-            ? (err.stack ?? '')
-            : ''
-          : 'This looks like a bug in retryq: run again with RETRYQ_DEBUG=1 for the stack trace and report it.'),
+      known instanceof ConfigError || known instanceof IntentValidationError
+        ? known.message
+        : `retryq: ${known.message}`,
     );
-    return ExitCode.failure;
+    return exitCodeOf(known);
   }
+}
+
+/** The exit code of each error a user can reach. */
+function exitCodeOf(err: RetryqError): number {
+  if (err instanceof UsageError || err instanceof IntentValidationError) return ExitCode.usage;
+  if (err instanceof ConfigError) return ExitCode.config;
+  if (err instanceof IntentAlreadyEndedError) return ExitCode.alreadyEnded;
+  if (err instanceof IntentNotFoundError) return ExitCode.notFound;
+  if (err instanceof IdempotencyConflictError) return ExitCode.conflict;
+  if (err instanceof CredentialNotServedError) return ExitCode.credentialNotServed;
+  return ExitCode.failure;
 }
 
 if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('/src/cli.ts')) {

@@ -3,7 +3,7 @@
  *
  * Every intent runs as one workflow whose id is `intent:<idempotencyKey>`. Submitting the same key again with
  * the same payload attaches to that workflow (running or finished) and never starts a second one; the same key
- * with a different payload throws {@link IdempotencyConflict}. A finished intent's key never starts a new run.
+ * with a different payload throws {@link IdempotencyConflictError}. A finished intent's key never starts a new run.
  *
  * @example
  * ```ts
@@ -37,15 +37,23 @@ import {
   WorkflowIdReusePolicy,
   WorkflowNotFoundError,
 } from '@temporalio/common';
-import type { z } from 'zod';
+import { canonicalJson } from './canonical-json.js';
 import { loadConfig } from './config.js';
 import { DURATION_HINT, parseDurationMs } from './duration.js';
+import {
+  ConfigError,
+  CredentialNotServedError,
+  IdempotencyConflictError,
+  IntentAlreadyEndedError,
+  IntentNotFoundError,
+  IntentValidationError,
+  problemsFromZod,
+} from './errors.js';
+import type { Problem } from './errors.js';
 import { IntentFailureType } from './failures.js';
-import { formatIssuePath } from './issue-path.js';
-import { defaultPolicy, describeTarget, finalPhases, intentInputSchema } from './intent.js';
+import { deadlineDefaults, defaultPolicy, describeTarget, finalPhases, intentInputSchema } from './intent.js';
 import { defaultIntentLimits, limitProblems, sizeProblems } from './intent-limits.js';
 import type { IntentLimits } from './intent-limits.js';
-import { CredentialNotServedError } from './ops-errors.js';
 import { credentialServing, servedCredentials } from './served-credentials.js';
 import { translateTemporalError } from './temporal/service-errors.js';
 import { inRetryqWords } from './validation-words.js';
@@ -63,58 +71,6 @@ import {
   statusQuery,
 } from './workflows/index.js';
 import type { RetryNowAnswer } from './workflows/index.js';
-
-/** The intent input is invalid; nothing was started. `issues` names every field that is wrong and why. */
-export class IntentValidationError extends Error {
-  override readonly name = 'IntentValidationError';
-  constructor(readonly issues: readonly { path: string; message: string }[]) {
-    super(`Invalid intent:\n${issues.map((i) => `  - ${i.path || '(intent)'}: ${i.message}`).join('\n')}`);
-  }
-}
-
-/** The idempotency key is already used by an intent with a different payload. Nothing was started. */
-export class IdempotencyConflict extends Error {
-  override readonly name = 'IdempotencyConflict';
-  constructor(
-    readonly idempotencyKey: string,
-    readonly existingFingerprint: string | undefined,
-    readonly submittedFingerprint: string,
-  ) {
-    super(
-      `Idempotency key "${idempotencyKey}" is already used by an intent with a different payload ` +
-        `(method, URL, body or credential differ). Use a new key for a new operation.`,
-    );
-  }
-}
-
-/** No intent with this idempotency key exists. */
-export class IntentNotFound extends Error {
-  override readonly name: string = 'IntentNotFound';
-  constructor(
-    readonly idempotencyKey: string,
-    message = `No intent with idempotency key "${idempotencyKey}".`,
-  ) {
-    super(message);
-  }
-}
-
-/**
- * The intent has already ended (succeeded, failed, expired or cancelled), so there is nothing to cancel or retry.
- * A kind of {@link IntentNotFound} (no *running* intent has the key), so code that handles "not found" keeps working.
- */
-export class IntentAlreadyEnded extends IntentNotFound {
-  override readonly name = 'IntentAlreadyEnded';
-  constructor(
-    idempotencyKey: string,
-    /** The final phase, when the intent recorded one (`RetryPhase`). */
-    readonly phase: string | undefined,
-  ) {
-    super(
-      idempotencyKey,
-      `Intent "${idempotencyKey}" has already ended${phase ? ` (${phase})` : ''}; there is nothing to cancel or retry.`,
-    );
-  }
-}
 
 export interface RetryqClientOptions {
   /** A Temporal client. */
@@ -197,24 +153,6 @@ export function fingerprintOf(spec: Pick<IntentSpec, 'action' | 'credential'>): 
   return createHash('sha256').update(canonical).digest('hex');
 }
 
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
-
-function zodIssues(error: z.ZodError): { path: string; message: string }[] {
-  return error.issues.map((i) => ({
-    path: formatIssuePath(i.path),
-    message: i.message,
-  }));
-}
-
 /** Options of {@link RetryqClient.connect}: everything but the client, which it builds from the environment. */
 export interface RetryqConnectOptions extends Omit<RetryqClientOptions, 'client' | 'taskQueuePrefix'> {
   /** Where to read the configuration from. @default process.env */
@@ -228,7 +166,7 @@ export class RetryqClient {
    * `TEMPORAL_NAMESPACE`, `TEMPORAL_API_KEY`, `TEMPORAL_TLS*`, `TEMPORAL_PROFILE`; without an address, the
    * embedded dev server of `retryq dev` on `RETRYQ_DEV_IP:RETRYQ_DEV_PORT`, `127.0.0.1:7233`), with the workers'
    * `RETRYQ_TASK_QUEUE_PREFIX` and deadline limits. Throws `ConfigError` for bad configuration and
-   * `TemporalUnreachable` when the server cannot be reached. Call {@link close} when done.
+   * `TemporalUnreachableError` when the server cannot be reached. Call {@link close} when done.
    */
   static async connect(options: RetryqConnectOptions = {}): Promise<RetryqClient> {
     const { env, ...rest } = options;
@@ -265,7 +203,9 @@ export class RetryqClient {
   constructor(options: RetryqClientOptions) {
     const bad = limitProblems(options.limits ?? {});
     if (bad.length > 0)
-      throw new RangeError(bad.map((b) => `RetryqClient option limits.${b.key} ${b.message}`).join('; '));
+      throw new ConfigError(
+        bad.map((b) => ({ path: `limits.${b.key}`, message: b.message, received: options.limits?.[b.key] })),
+      );
     this.limits = { ...defaultIntentLimits, ...options.limits };
     this.requireServed = options.requireServedCredential ?? true;
     this.knownCredentials = options.knownCredentials ?? [];
@@ -273,8 +213,8 @@ export class RetryqClient {
     this.client = options.client;
     this.prefix = options.taskQueuePrefix ?? 'retryq';
     this.queues = taskQueues(this.prefix);
-    this.defaultDeadlineMs = options.defaultDeadlineMs ?? 24 * 3_600_000;
-    this.maxDeadlineMs = options.maxDeadlineMs ?? 30 * 86_400_000;
+    this.defaultDeadlineMs = options.defaultDeadlineMs ?? deadlineDefaults.defaultDeadlineMs;
+    this.maxDeadlineMs = options.maxDeadlineMs ?? deadlineDefaults.maxDeadlineMs;
     this.codes = options.codes;
     this.clock = options.clock ?? Date.now;
   }
@@ -298,10 +238,10 @@ export class RetryqClient {
     const oversize = sizeProblems(input, this.limits);
     if (oversize.length > 0) throw new IntentValidationError(oversize.map(({ path, message }) => ({ path, message })));
     const parsed = intentInputSchema.safeParse(input, { error: inRetryqWords });
-    if (!parsed.success) throw new IntentValidationError(zodIssues(parsed.error));
+    if (!parsed.success) throw new IntentValidationError(problemsFromZod(parsed.error));
     const intent = parsed.data;
     const now = this.clock();
-    const issues: { path: string; message: string }[] = [];
+    const problems: Problem[] = [];
     let deadlineMs = now + this.defaultDeadlineMs;
     const d = intent.deadline;
     if (d instanceof Date) deadlineMs = d.getTime();
@@ -309,13 +249,13 @@ export class RetryqClient {
     else if (d !== undefined) {
       const ms = parseDurationMs(d);
       if (ms === undefined)
-        issues.push({ path: 'deadline', message: `must be an ISO 8601 time, a Date, or ${DURATION_HINT}` });
+        problems.push({ path: 'deadline', message: `must be an ISO 8601 time, a Date, or ${DURATION_HINT}` });
       else deadlineMs = now + ms;
     }
-    if (!Number.isFinite(deadlineMs)) issues.push({ path: 'deadline', message: 'is not a valid time' });
-    else if (deadlineMs <= now) issues.push({ path: 'deadline', message: 'must lie in the future' });
+    if (!Number.isFinite(deadlineMs)) problems.push({ path: 'deadline', message: 'is not a valid time' });
+    else if (deadlineMs <= now) problems.push({ path: 'deadline', message: 'must lie in the future' });
     else if (deadlineMs > now + this.maxDeadlineMs)
-      issues.push({ path: 'deadline', message: `must lie at most ${this.maxDeadlineMs / 86_400_000} days ahead` });
+      problems.push({ path: 'deadline', message: `must lie at most ${this.maxDeadlineMs / 86_400_000} days ahead` });
     const p = intent.policy ?? {};
     const policy = {
       maxAttempts: p.maxAttempts ?? defaultPolicy.maxAttempts,
@@ -325,12 +265,12 @@ export class RetryqClient {
       jitter: p.jitter ?? defaultPolicy.jitter,
       attemptTimeoutMs: p.attemptTimeout ?? defaultPolicy.attemptTimeoutMs,
     };
-    if (policy.baseDelayMs < 1) issues.push({ path: 'policy.baseDelay', message: 'must be at least 1 ms' });
+    if (policy.baseDelayMs < 1) problems.push({ path: 'policy.baseDelay', message: 'must be at least 1 ms' });
     if (policy.attemptTimeoutMs < 100)
-      issues.push({ path: 'policy.attemptTimeout', message: 'must be at least 100 ms' });
+      problems.push({ path: 'policy.attemptTimeout', message: 'must be at least 100 ms' });
     if (policy.maxBackoffMs < policy.baseDelayMs)
-      issues.push({ path: 'policy.maxBackoff', message: 'must be at least policy.baseDelay' });
-    if (issues.length > 0) throw new IntentValidationError(issues);
+      problems.push({ path: 'policy.maxBackoff', message: 'must be at least policy.baseDelay' });
+    if (problems.length > 0) throw new IntentValidationError(problems);
     const codes = this.codes || intent.codes ? { ...(this.codes ?? {}), ...(intent.codes ?? {}) } : undefined;
     const spec: IntentSpec = {
       idempotencyKey: intent.idempotencyKey,
@@ -349,7 +289,7 @@ export class RetryqClient {
 
   /**
    * Starts the intent's workflow, or attaches to the existing one for the same key and payload.
-   * @throws IntentValidationError on bad input; IdempotencyConflict when the key is used with another payload.
+   * @throws IntentValidationError on bad input; IdempotencyConflictError when the key is used with another payload.
    */
   async submit(input: IntentInput, options: SubmitOptions = {}): Promise<Submitted> {
     const spec = this.prepare(input);
@@ -391,7 +331,8 @@ export class RetryqClient {
         throw translateTemporalError(err, `describe intent "${spec.idempotencyKey}"`);
       });
     const existing = typeof desc.memo?.['fingerprint'] === 'string' ? desc.memo['fingerprint'] : undefined;
-    if (existing !== spec.fingerprint) throw new IdempotencyConflict(spec.idempotencyKey, existing, spec.fingerprint);
+    if (existing !== spec.fingerprint)
+      throw new IdempotencyConflictError(spec.idempotencyKey, existing, spec.fingerprint);
     return { key: spec.idempotencyKey, workflowId, attached: true };
   }
 
@@ -428,7 +369,7 @@ export class RetryqClient {
         };
       return await this.result(key);
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw new IntentNotFound(key);
+      if (err instanceof WorkflowNotFoundError) throw new IntentNotFoundError(key);
       throw translateTemporalError(err, `read the status of intent "${key}"`);
     }
   }
@@ -438,7 +379,7 @@ export class RetryqClient {
     try {
       return await this.handle(key).result();
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw new IntentNotFound(key);
+      if (err instanceof WorkflowNotFoundError) throw new IntentNotFoundError(key);
       if (err instanceof WorkflowFailedError) {
         const cause = err.cause;
         if (
@@ -495,7 +436,7 @@ export class RetryqClient {
    * Ends the current wait early and says when the next attempt will really run and why: never before the
    * provider's Retry-After or while the credential's gate is closed. Intents started before this answer existed
    * get the request all the same, answered with `why: 'requested'`.
-   * @throws IntentNotFound, or IntentAlreadyEnded (a kind of it) when the intent has ended.
+   * @throws IntentNotFoundError, or IntentAlreadyEndedError (a kind of it) when the intent has ended.
    */
   async retryNow(key: string): Promise<RetryNowReport> {
     try {
@@ -527,12 +468,12 @@ export class RetryqClient {
   }
 
   /** Why a signal found no running workflow: the intent ended, or never existed. */
-  private async notRunning(key: string): Promise<IntentNotFound> {
+  private async notRunning(key: string): Promise<IntentNotFoundError> {
     try {
       const desc = await this.handle(key).describe();
-      return new IntentAlreadyEnded(key, desc.typedSearchAttributes.get(retryPhaseKey));
+      return new IntentAlreadyEndedError(key, desc.typedSearchAttributes.get(retryPhaseKey));
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError) return new IntentNotFound(key);
+      if (err instanceof WorkflowNotFoundError) return new IntentNotFoundError(key);
       throw err;
     }
   }

@@ -23,51 +23,20 @@ import { loadClientConfigProfile, toClientOptions } from '@temporalio/envconfig'
 import type { ClientConnectConfig } from '@temporalio/envconfig';
 import { z } from 'zod';
 import { DURATION_HINT, parseDurationMs } from './duration.js';
-import { formatIssuePath, valueAtPath } from './issue-path.js';
+import { ConfigError, problemsFromZod } from './errors.js';
+import type { Problem } from './errors.js';
+import { credentialIdSchema, deadlineDefaults, headerNameSchema } from './intent.js';
 import { budgetProblem, splitBudget } from './policy/index.js';
 import type { BudgetSplit } from './policy/index.js';
 import { stateRoot } from './temporal/binaries.js';
 
-/** One problem with the configuration. */
-export interface ConfigProblem {
-  /** The environment variable, with a path inside it for JSON values (`RETRYQ_CREDENTIALS[0].concurrency`). */
-  variable: string;
-  /** What was seen, as text; `undefined` when the variable was not set. Secrets are never shown. */
-  value: string | undefined;
-  /** What is wrong and what is allowed. */
-  rule: string;
-}
-
-/** The configuration is invalid; `problems` lists every problem found, not just the first. */
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-  constructor(readonly problems: readonly ConfigProblem[]) {
-    super(
-      `Invalid retryq configuration (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n` +
-        problems
-          .map(
-            (p) => `  - ${p.variable}: ${p.rule}` + (p.value === undefined ? ' (not set)' : ` (got ${show(p.value)})`),
-          )
-          .join('\n'),
-    );
-  }
-}
-
-function show(value: string): string {
-  const s = JSON.stringify(value);
-  return s.length > 120 ? `${s.slice(0, 117)}…"` : s;
-}
-
-const credentialIdPattern = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 const envVarPattern = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** One API credential retryq may dispatch with. Only the *name* of the variable holding the secret is config. */
 export const credentialSchema = z
   .strictObject({
     /** The credential id used in intents, task queue names and the UI, e.g. `acme-prod`. */
-    id: z
-      .string()
-      .regex(credentialIdPattern, 'must be 1–63 chars of a-z, 0-9, "_" or "-", starting with a letter or digit'),
+    id: credentialIdSchema,
     /** Name of the environment variable that holds the secret (API key) on the worker. */
     secretEnv: z.string().regex(envVarPattern, 'must be an environment variable name like ACME_PROD_KEY'),
     /**
@@ -95,10 +64,7 @@ export const credentialSchema = z
     /** Inspections in flight at once per worker. @default 2 */
     inspectConcurrency: z.number().int().positive().max(1000).default(2),
     /** Request header that carries the secret. @default 'authorization' */
-    authHeader: z
-      .string()
-      .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be an HTTP header name')
-      .default('authorization'),
+    authHeader: headerNameSchema.default('authorization'),
     /** Scheme before the secret (`Bearer <secret>`); empty for the bare secret (e.g. with `x-api-key`). @default 'Bearer' */
     authScheme: z
       .string()
@@ -254,7 +220,7 @@ type Env = Readonly<Record<string, string | undefined>>;
  * @param env the environment to read. @default process.env
  */
 export function loadConfig(env: Env = process.env): RetryqConfig {
-  const problems: ConfigProblem[] = [];
+  const problems: Problem[] = [];
   const raw = (name: string) => {
     const v = env[name];
     return v === undefined || v.trim() === '' ? undefined : v.trim();
@@ -265,7 +231,7 @@ export function loadConfig(env: Env = process.env): RetryqConfig {
     if (v === undefined) return fallback;
     const n = Number(v);
     if (!/^\d+$/.test(v) || n < 1 || n > 65535) {
-      problems.push({ variable: name, value: v, rule: 'must be a TCP port, an integer from 1 to 65535' });
+      problems.push({ path: name, message: 'must be a TCP port, an integer from 1 to 65535', received: v });
       return fallback;
     }
     return n;
@@ -275,7 +241,7 @@ export function loadConfig(env: Env = process.env): RetryqConfig {
     if (v === undefined) return fallbackMs;
     const ms = parseDurationMs(v);
     if (ms === undefined || ms <= 0) {
-      problems.push({ variable: name, value: v, rule: `must be ${DURATION_HINT}, greater than zero` });
+      problems.push({ path: name, message: `must be ${DURATION_HINT}, greater than zero`, received: v });
       return fallbackMs;
     }
     return ms;
@@ -284,22 +250,22 @@ export function loadConfig(env: Env = process.env): RetryqConfig {
   const prefix = raw('RETRYQ_TASK_QUEUE_PREFIX') ?? 'retryq';
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$/.test(prefix))
     problems.push({
-      variable: 'RETRYQ_TASK_QUEUE_PREFIX',
-      value: prefix,
-      rule: 'must be 1–101 chars of letters, digits, ".", "_" or "-", starting with a letter or digit',
+      path: 'RETRYQ_TASK_QUEUE_PREFIX',
+      message: 'must be 1–101 chars of letters, digits, ".", "_" or "-", starting with a letter or digit',
+      received: prefix,
     });
 
   const credentials = parseCredentials(raw('RETRYQ_CREDENTIALS'), problems);
 
   const intents = {
-    defaultDeadlineMs: duration('RETRYQ_DEFAULT_DEADLINE', 24 * 3_600_000),
-    maxDeadlineMs: duration('RETRYQ_MAX_DEADLINE', 30 * 86_400_000),
+    defaultDeadlineMs: duration('RETRYQ_DEFAULT_DEADLINE', deadlineDefaults.defaultDeadlineMs),
+    maxDeadlineMs: duration('RETRYQ_MAX_DEADLINE', deadlineDefaults.maxDeadlineMs),
   };
   if (intents.defaultDeadlineMs > intents.maxDeadlineMs)
     problems.push({
-      variable: 'RETRYQ_DEFAULT_DEADLINE',
-      value: raw('RETRYQ_DEFAULT_DEADLINE') ?? '24h',
-      rule: `must not exceed RETRYQ_MAX_DEADLINE (${raw('RETRYQ_MAX_DEADLINE') ?? '30d'})`,
+      path: 'RETRYQ_DEFAULT_DEADLINE',
+      message: `must not exceed RETRYQ_MAX_DEADLINE (${raw('RETRYQ_MAX_DEADLINE') ?? '30d'})`,
+      received: raw('RETRYQ_DEFAULT_DEADLINE') ?? '24h',
     });
 
   const dev: DevConfig = {
@@ -310,12 +276,16 @@ export function loadConfig(env: Env = process.env): RetryqConfig {
     simPort: port('RETRYQ_DEV_SIM_PORT', 4010),
   };
   if (dev.port === dev.uiPort)
-    problems.push({ variable: 'RETRYQ_UI_PORT', value: String(dev.uiPort), rule: 'must differ from RETRYQ_DEV_PORT' });
+    problems.push({
+      path: 'RETRYQ_UI_PORT',
+      message: 'must differ from RETRYQ_DEV_PORT',
+      received: String(dev.uiPort),
+    });
   if (dev.simPort === dev.port || dev.simPort === dev.uiPort)
     problems.push({
-      variable: 'RETRYQ_DEV_SIM_PORT',
-      value: String(dev.simPort),
-      rule: 'must differ from RETRYQ_DEV_PORT and RETRYQ_UI_PORT',
+      path: 'RETRYQ_DEV_SIM_PORT',
+      message: 'must differ from RETRYQ_DEV_PORT and RETRYQ_UI_PORT',
+      received: String(dev.simPort),
     });
 
   let metricsPort: number | undefined;
@@ -335,7 +305,7 @@ const workerTuningVariables: Record<keyof WorkerTuning, string> = {
   workflowTaskConcurrency: 'RETRYQ_WORKFLOW_TASK_CONCURRENCY',
 };
 
-function loadWorkerTuning(raw: (name: string) => string | undefined, problems: ConfigProblem[]): WorkerTuning {
+function loadWorkerTuning(raw: (name: string) => string | undefined, problems: Problem[]): WorkerTuning {
   const input: Record<string, number> = { ...defaultWorkerTuning };
   let readable = true;
   for (const field of Object.keys(workerTuningVariables) as (keyof WorkerTuning)[]) {
@@ -343,7 +313,7 @@ function loadWorkerTuning(raw: (name: string) => string | undefined, problems: C
     const text = raw(variable);
     if (text === undefined) continue;
     if (!/^-?\d+$/.test(text)) {
-      problems.push({ variable, value: text, rule: 'must be a whole number' });
+      problems.push({ path: variable, message: 'must be a whole number', received: text });
       readable = false;
     } else input[field] = Number(text);
   }
@@ -352,12 +322,16 @@ function loadWorkerTuning(raw: (name: string) => string | undefined, problems: C
   if (parsed.success) return parsed.data;
   for (const issue of parsed.error.issues) {
     const variable = workerTuningVariables[issue.path[0] as keyof WorkerTuning];
-    problems.push({ variable, value: raw(variable) ?? String(input[issue.path[0] as string]), rule: issue.message });
+    problems.push({
+      path: variable,
+      message: issue.message,
+      received: raw(variable) ?? String(input[issue.path[0] as string]),
+    });
   }
   return { ...defaultWorkerTuning };
 }
 
-function parseCredentials(text: string | undefined, problems: ConfigProblem[]): CredentialConfig[] {
+function parseCredentials(text: string | undefined, problems: Problem[]): CredentialConfig[] {
   const variable = 'RETRYQ_CREDENTIALS';
   if (text === undefined) return [];
   let json: unknown;
@@ -365,33 +339,26 @@ function parseCredentials(text: string | undefined, problems: ConfigProblem[]): 
     json = JSON.parse(text);
   } catch (err) {
     problems.push({
-      variable,
-      value: text,
-      rule: `must be a JSON array like [{"id":"acme-prod","secretEnv":"ACME_PROD_KEY"}] (${(err as Error).message})`,
+      path: variable,
+      message: `must be a JSON array like [{"id":"acme-prod","secretEnv":"ACME_PROD_KEY"}] (${(err as Error).message})`,
+      received: text,
     });
     return [];
   }
   const parsed = z.array(credentialSchema).safeParse(json);
   if (!parsed.success) {
-    for (const issue of parsed.error.issues) {
-      const at = valueAtPath(json, issue.path);
-      problems.push({
-        variable: `${variable}${typeof issue.path[0] === 'string' ? '.' : ''}${formatIssuePath(issue.path)}`,
-        value: at === undefined ? undefined : JSON.stringify(at),
-        rule: issue.message,
-      });
-    }
+    problems.push(...problemsFromZod(parsed.error, { input: json, received: true, prefix: variable }));
     return [];
   }
   const seen = new Set<string>();
   parsed.data.forEach((c, i) => {
-    if (seen.has(c.id)) problems.push({ variable: `${variable}[${i}].id`, value: c.id, rule: 'must be unique' });
+    if (seen.has(c.id)) problems.push({ path: `${variable}[${i}].id`, message: 'must be unique', received: c.id });
     seen.add(c.id);
   });
   return parsed.data;
 }
 
-function loadTemporal(env: Env, dev: DevConfig, problems: ConfigProblem[]): TemporalConfig {
+function loadTemporal(env: Env, dev: DevConfig, problems: Problem[]): TemporalConfig {
   const overrideEnvVars = Object.fromEntries(
     Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined),
   );
@@ -404,9 +371,8 @@ function loadTemporal(env: Env, dev: DevConfig, problems: ConfigProblem[]): Temp
     return { external, address, namespace, connect: { ...connect, namespace } };
   } catch (err) {
     problems.push({
-      variable: 'TEMPORAL_* / TEMPORAL_CONFIG_FILE',
-      value: undefined,
-      rule: `the Temporal environment configuration could not be loaded: ${(err as Error).message}`,
+      path: 'TEMPORAL_* / TEMPORAL_CONFIG_FILE',
+      message: `the Temporal environment configuration could not be loaded: ${(err as Error).message}`,
     });
     const address = `${dev.ip}:${dev.port}`;
     return { external: false, address, namespace: 'default', connect: { connectionOptions: { address } } };
@@ -418,12 +384,12 @@ function loadTemporal(env: Env, dev: DevConfig, problems: ConfigProblem[]): Temp
  * that is missing; the secrets themselves are never part of any message.
  */
 export function resolveSecrets(credentials: readonly CredentialConfig[], env: Env = process.env): Map<string, string> {
-  const problems: ConfigProblem[] = [];
+  const problems: Problem[] = [];
   const secrets = new Map<string, string>();
   for (const c of credentials) {
     const secret = env[c.secretEnv];
     if (secret === undefined || secret === '')
-      problems.push({ variable: c.secretEnv, value: undefined, rule: `must hold the secret of credential ${c.id}` });
+      problems.push({ path: c.secretEnv, message: `must hold the secret of credential ${c.id} (not set)` });
     else secrets.set(c.id, secret);
   }
   if (problems.length > 0) throw new ConfigError(problems);

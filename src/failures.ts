@@ -27,6 +27,7 @@ import {
 } from '@temporalio/common';
 import type { Decision } from './policy/classify.js';
 import type { Evidence, Purpose, Sent, TransportFailure } from './policy/evidence.js';
+import { describeEvidence } from './policy/evidence-text.js';
 
 /** `ApplicationFailure.type` of every failure an activity raises about a provider call. */
 export const FailureType = {
@@ -131,18 +132,6 @@ export function failureTypeOf(decision: Exclude<Decision, { kind: 'success' }>):
     case 'unknown_outcome':
       return FailureType.OutcomeUnknown;
   }
-}
-
-/** One line for people: `HTTP 429 rate_limit_exceeded (Retry-After: 120)` or `connection refused (not sent)`. */
-export function describeEvidence(e: Evidence): string {
-  const parts: string[] = [];
-  if (e.status !== undefined) parts.push(`HTTP ${e.status}`);
-  else parts.push(e.transport === 'refused' ? 'connection refused' : `transport ${e.transport ?? 'failure'}`);
-  if (e.code) parts.push(e.code);
-  const retryAfter = e.headers?.['retry-after'];
-  if (retryAfter !== undefined) parts.push(`(Retry-After: ${retryAfter.slice(0, 40)})`);
-  if (e.status === undefined) parts.push(e.sent === 'no' ? '(not sent)' : '(may have been sent)');
-  return parts.join(' ');
 }
 
 /**

@@ -16,7 +16,7 @@
  *
  * @example
  * ```ts
- * import { IdempotencyConflict, RetryqClient } from 'retryq';
+ * import { IdempotencyConflictError, RetryqClient } from 'retryq';
  *
  * // Temporal from the environment (TEMPORAL_ADDRESS …); `npx retryq dev` serves localhost:7233.
  * const retryq = await RetryqClient.connect();
@@ -31,7 +31,7 @@
  *   const outcome = await retryq.result(key); // phase 'succeeded' | 'failed' | 'expired' | 'cancelled'
  *   console.log(outcome.phase, outcome.result);
  * } catch (err) {
- *   if (!(err instanceof IdempotencyConflict)) throw err; // the key was used with another payload
+ *   if (!(err instanceof IdempotencyConflictError)) throw err; // the key was used with another payload
  * } finally {
  *   await retryq.close();
  * }
@@ -39,20 +39,30 @@
  *
  * @module
  */
-export {
-  IdempotencyConflict,
-  IntentAlreadyEnded,
-  IntentNotFound,
-  IntentValidationError,
-  RetryqClient,
-  fingerprintOf,
-  isFinal,
-  workflowIdOf,
+export { RetryqClient, fingerprintOf, isFinal, workflowIdOf } from './client.js';
+export type {
+  IntentListEntry,
+  RetryNowReport,
+  RetryqClientOptions,
+  RetryqConnectOptions,
+  SubmitOptions,
+  Submitted,
 } from './client.js';
-export type { IntentListEntry, RetryqClientOptions, RetryqConnectOptions, Submitted } from './client.js';
-export { ConfigError } from './config.js';
-export type { ConfigProblem } from './config.js';
-export { TemporalUnreachable } from './temporal/connect.js';
+export { defaultIntentLimits } from './intent-limits.js';
+export type { IntentLimits } from './intent-limits.js';
+export {
+  ConfigError,
+  CredentialNotServedError,
+  IdempotencyConflictError,
+  IntentAlreadyEndedError,
+  IntentNotFoundError,
+  IntentValidationError,
+  ProblemsError,
+  RetryqError,
+  TemporalRequestError,
+  TemporalUnreachableError,
+} from './errors.js';
+export type { Problem } from './errors.js';
 export { IntentFailureType } from './failures.js';
 export { Phase, defaultPolicy, intentInputSchema } from './intent.js';
 export type {

@@ -21,6 +21,8 @@
  */
 import { z } from 'zod';
 import { DURATION_HINT, parseDurationMs } from './duration.js';
+import { permanentReasons } from './policy/code-table.js';
+import { isRead } from './policy/evidence.js';
 import type { JsonValue } from './intent-status.js';
 import type { CodeRule } from './policy/index.js';
 
@@ -47,9 +49,21 @@ export const idempotencyKeySchema = z
     'must start with a letter or digit and use only A-Z a-z 0-9 _ . : ~ @ + = -',
   );
 
+/** Credential ids (`acme-prod`): in intents, configuration, task queue names and the UI. */
 export const credentialIdSchema = z
   .string()
   .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'must be 1–63 chars of a-z, 0-9, "_" or "-", starting with a letter or digit');
+
+/** An HTTP header name (an RFC 9110 token). */
+export const headerNameSchema = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be an HTTP header name');
+
+/** Deadlines of intents unless configured otherwise (`RETRYQ_DEFAULT_DEADLINE`, `RETRYQ_MAX_DEADLINE`). */
+export const deadlineDefaults = {
+  /** Deadline of an intent that names none: 24 h. */
+  defaultDeadlineMs: 24 * 3_600_000,
+  /** Latest deadline an intent may ask for: 30 days. */
+  maxDeadlineMs: 30 * 86_400_000,
+} as const;
 
 /**
  * Header names that carry secrets. The worker adds the credential itself; an intent that tries to carry one is
@@ -98,10 +112,7 @@ const urlSchema = z.string().superRefine((value, ctx) => {
       });
 });
 
-const headersSchema = z.record(
-  z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be a valid header name'),
-  z.string(),
-);
+const headersSchema = z.record(headerNameSchema, z.string());
 
 const jsonValueSchema: z.ZodType<JsonValue> = z.lazy(() =>
   z.union([
@@ -205,13 +216,11 @@ const codeRuleSchema: z.ZodType<CodeRule> = z.union(
     z.strictObject({ kind: z.literal('transient') }),
     z.strictObject({
       kind: z.literal('permanent'),
-      reason: z.enum(['permission', 'invalid', 'conflict', 'not_found', 'quota', 'other']),
+      reason: z.enum(permanentReasons),
     }),
   ],
   {
-    error:
-      'must be {"kind":"rate_limited"}, {"kind":"transient"} or {"kind":"permanent","reason":R} with R one of ' +
-      'permission, invalid, conflict, not_found, quota, other',
+    error: `must be {"kind":"rate_limited"}, {"kind":"transient"} or {"kind":"permanent","reason":R} with R one of ${permanentReasons.join(', ')}`,
   },
 );
 /** Extra structured error codes for this intent's provider, on top of the built-in table. */
@@ -235,8 +244,7 @@ export const intentInputSchema = z
     codes: codeTableSchema.optional(),
   })
   .superRefine((intent, ctx) => {
-    const write = !['GET', 'HEAD', 'OPTIONS'].includes(intent.action.method);
-    if (write && !intent.inspection)
+    if (!isRead({ method: intent.action.method }) && !intent.inspection)
       ctx.addIssue({
         code: 'custom',
         path: ['inspection'],

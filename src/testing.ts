@@ -7,9 +7,9 @@
  * - {@link createDevServerEnvironment}: a real dev server (in-memory SQLite, no UI) with retryq's search
  *   attributes registered, for what the test server lacks (visibility queries, id conflict policies).
  *
- * Both return the SDK's `TestWorkflowEnvironment`, so everything in the Temporal testing docs applies; their
- * `teardown()` also stops the server process. When no local binary is available they fall back to the SDK's own
- * download.
+ * Both are the SDK's own `TestWorkflowEnvironment`, built through its public options with retryq's binary resolver
+ * (`server.executable: { type: 'existing-path' }`), so everything in the Temporal testing docs applies and
+ * `teardown()` stops the server. When no local binary is available they fall back to the SDK's own download.
  *
  * @example
  * ```ts
@@ -28,59 +28,25 @@
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { SearchAttributeType } from '@temporalio/common';
 import type { SearchAttributeKey } from '@temporalio/common/lib/search-attributes.js';
+import type { ResolvedBinary } from './temporal/binaries.js';
 import { resolveTemporalCli, resolveTestServer } from './temporal/binaries.js';
 import { registerSearchAttributes } from './temporal/register-search-attributes.js';
-import { startDevServer, startTestServer } from './temporal/server-process.js';
-import type { ManagedServer } from './temporal/server-process.js';
+import { freePort } from './temporal/server-process.js';
 import { retryqSearchAttributes } from './search-attributes.js';
 
 export { cachedWorkflowBundle } from './temporal/workflow-bundle.js';
 
-/** The SDK's private factory; typed here so the one place that relies on it is explicit. */
-type CreateFn = (opts: {
-  server: { type: 'existing' };
-  supportsTimeSkipping: boolean;
-  namespace: string;
-  address: string;
-  connectionOptions?: Record<string, never>;
-}) => Promise<RetryqTestEnvironment>;
+// Why not retryq's own launcher (src/temporal/server-process.ts) here: the SDK's public options start and stop the
+// server themselves, and an environment built any other way needs the SDK's private factory. What the public API
+// cannot give is kept small: the port is chosen by retryq's `freePort` (below the ephemeral range, checked free:
+// the SDK's own pick is an OS-assigned ephemeral port, which an outgoing connection may take before the server binds
+// it). The SDK neither refuses a port another process holds nor reports a server that exits during start-up (it
+// polls the port for 5 s); `retryq dev`, which runs long-lived servers on fixed ports, keeps those checks through
+// server-process.ts.
 
-/**
- * The SDK's test environment plus ownership of the server process: `teardown()` closes the connections and
- * then stops the server.
- */
-export class RetryqTestEnvironment extends TestWorkflowEnvironment {
-  /** The server process retryq started, when it started one. */
-  managedServer: ManagedServer | undefined;
-
-  override async teardown(): Promise<void> {
-    await super.teardown();
-    await this.managedServer?.stop();
-  }
-
-  /** @internal Connects to a server we started, with or without the time-skipping test service. */
-  static async attach(server: ManagedServer, supportsTimeSkipping: boolean): Promise<RetryqTestEnvironment> {
-    // `TestWorkflowEnvironment.create` is private in the typings but is the SDK's own way to build an environment
-    // around an existing address; it is the only way to keep time skipping while owning the server process.
-    const create = (TestWorkflowEnvironment as unknown as { create?: CreateFn }).create;
-    if (typeof create !== 'function') {
-      await server.stop();
-      throw new Error('This @temporalio/testing version has no TestWorkflowEnvironment.create; pin 1.24.x.');
-    }
-    try {
-      const env = await create.call(RetryqTestEnvironment, {
-        server: { type: 'existing' },
-        supportsTimeSkipping,
-        namespace: 'default',
-        address: server.address,
-      });
-      env.managedServer = server;
-      return env;
-    } catch (err) {
-      await server.stop();
-      throw err;
-    }
-  }
+/** The resolved binary as the SDK's `executable` option; `undefined` leaves the SDK's cached download. */
+function executableOf(bin: ResolvedBinary): { type: 'existing-path'; path: string } | undefined {
+  return bin.path === undefined ? undefined : { type: 'existing-path', path: bin.path };
 }
 
 export interface TimeSkippingEnvironmentOptions {
@@ -92,19 +58,12 @@ export interface TimeSkippingEnvironmentOptions {
 export async function createTimeSkippingEnvironment(
   opts: TimeSkippingEnvironmentOptions = {},
 ): Promise<TestWorkflowEnvironment> {
-  const bin = await resolveTestServer();
-  const env = bin.path
-    ? await RetryqTestEnvironment.attach(await startTestServer({ path: bin.path }), true)
-    : await TestWorkflowEnvironment.createTimeSkipping();
-  return withSearchAttributes(env, opts.searchAttributes ?? retryqSearchAttributes);
-}
-
-async function withSearchAttributes(
-  env: TestWorkflowEnvironment,
-  keys: readonly SearchAttributeKey<SearchAttributeType>[],
-): Promise<TestWorkflowEnvironment> {
+  const executable = executableOf(await resolveTestServer());
+  const env = await TestWorkflowEnvironment.createTimeSkipping({
+    server: { ...(executable ? { executable } : {}), port: await freePort() },
+  });
   try {
-    await registerSearchAttributes(env.connection, env.namespace ?? 'default', keys);
+    await registerSearchAttributes(env.connection, env.namespace ?? 'default', opts.searchAttributes);
   } catch (err) {
     await env.teardown();
     throw err;
@@ -117,17 +76,24 @@ export interface DevServerEnvironmentOptions {
   searchAttributes?: readonly SearchAttributeKey<SearchAttributeType>[];
   /** SQLite file, for tests about persistence. @default in memory */
   dbFile?: string;
+  /** Extra `temporal server start-dev` arguments, e.g. dynamic config (`--dynamic-config-value K=V`). */
+  extraArgs?: string[];
 }
 
-/** Starts a dev server (no UI) from the resolved CLI, registers search attributes, and connects to it. */
+/** Starts a dev server (no UI) from the resolved CLI with retryq's search attributes, and connects to it. */
 export async function createDevServerEnvironment(
   opts: DevServerEnvironmentOptions = {},
 ): Promise<TestWorkflowEnvironment> {
-  const searchAttributes = opts.searchAttributes ?? retryqSearchAttributes;
-  const bin = await resolveTemporalCli();
-  if (!bin.path) {
-    return TestWorkflowEnvironment.createLocal({ server: { searchAttributes: [...searchAttributes] } });
-  }
-  const server = await startDevServer({ cliPath: bin.path, ...(opts.dbFile ? { dbFile: opts.dbFile } : {}) });
-  return withSearchAttributes(await RetryqTestEnvironment.attach(server, false), searchAttributes);
+  const executable = executableOf(await resolveTemporalCli());
+  const ip = '127.0.0.1';
+  return TestWorkflowEnvironment.createLocal({
+    server: {
+      ...(executable ? { executable } : {}),
+      ip,
+      port: await freePort(ip),
+      searchAttributes: [...(opts.searchAttributes ?? retryqSearchAttributes)],
+      ...(opts.dbFile ? { dbFilename: opts.dbFile } : {}),
+      ...(opts.extraArgs ? { extraArgs: opts.extraArgs } : {}),
+    },
+  });
 }

@@ -37,17 +37,20 @@ import { Agent } from 'undici';
 import type { Dispatcher } from 'undici';
 import { createActivities } from './activities/index.js';
 import type { CredentialStore } from './activities/index.js';
-import { ConfigError, budgetOf, defaultWorkerTuning, workerTuningSchema } from './config.js';
+import { budgetOf, defaultWorkerTuning, workerTuningSchema } from './config.js';
+import { ConfigError } from './errors.js';
 import type { CredentialConfig, RetryqConfig, WorkerTuning } from './config.js';
 import { CredentialGates } from './load-control/credential-gates.js';
 import type { LoadMetrics } from './load-control/metrics.js';
 import { cachedWorkflowBundle } from './temporal/workflow-bundle.js';
 import { taskQueues } from './task-queues.js';
 
-export { ConfigError, CONFIG_VARIABLES, loadConfig, resolveSecrets } from './config.js';
-export type { ConfigProblem, CredentialConfig, RetryqConfig, TemporalConfig, WorkerTuning } from './config.js';
+export { CONFIG_VARIABLES, loadConfig, resolveSecrets } from './config.js';
+export type { CredentialConfig, RetryqConfig, TemporalConfig, WorkerTuning } from './config.js';
 export { defaultWorkerTuning } from './config.js';
-export { TemporalUnreachable, connectWorker } from './temporal/connect.js';
+export { ConfigError, TemporalUnreachableError } from './errors.js';
+export type { Problem } from './errors.js';
+export { connectWorker } from './temporal/connect.js';
 export { taskQueues } from './task-queues.js';
 export type { TaskQueues } from './task-queues.js';
 
@@ -121,11 +124,7 @@ export function workerTuningOf(tuning: Partial<WorkerTuning> = {}): WorkerTuning
     parsed.error.issues.map((issue) => {
       const field = String(issue.path[0] ?? '');
       const value = (tuning as Record<string, unknown>)[field];
-      return {
-        variable: `worker.${field}`,
-        value: value === undefined ? undefined : JSON.stringify(value),
-        rule: issue.message,
-      };
+      return { path: `worker.${field}`, message: issue.message, ...(value === undefined ? {} : { received: value }) };
     }),
   );
 }

@@ -1,6 +1,7 @@
 /** What the activities need from the worker process, injected by `createActivities` (tests pass their own). */
 import type { Dispatcher } from 'undici';
-import { credentialHeldFailure, describeEvidence, dispatchFailure } from '../failures.js';
+import { credentialHeldFailure, dispatchFailure } from '../failures.js';
+import { describeEvidence } from '../policy/evidence-text.js';
 import type { CredentialGates } from '../load-control/credential-gates.js';
 import type { Decision, Evidence, Purpose } from '../policy/index.js';
 

@@ -13,6 +13,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { RetryqClient } from '../client.js';
 import { isFinal } from '../client.js';
 import type { IntentStatus } from '../intent.js';
+import { evidenceText } from '../policy/index.js';
 import type { ProviderSim } from '../sim/index.js';
 import { DEMO_CREDENTIAL, defaultDemoSize, demoIntents } from './scenario.js';
 import type { DemoSize } from './scenario.js';
@@ -69,9 +70,7 @@ function outcomeOf(s: IntentStatus): string {
   if (s.phase === 'expired' && s.permittedAt)
     return `server permits ${s.permittedAt.slice(11, 19)} UTC, past the deadline`;
   const e = s.lastEvidence;
-  const ev = e
-    ? `${e.status !== undefined ? `HTTP ${e.status}` : (e.transport ?? '?')}${e.code ? ` ${e.code}` : ''}`
-    : '';
+  const ev = e ? evidenceText(e) : '';
   return s.finalReason?.startsWith('permanent') ? `${ev} (permanent)` : ev || (s.finalReason ?? '');
 }
 

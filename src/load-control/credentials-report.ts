@@ -17,6 +17,7 @@ import type { BudgetSplit } from '../policy/index.js';
 import { credentialStateQuery, credentialWorkflowId, resumeUpdate, retryNowSignal } from '../workflows/index.js';
 import type { CredentialState } from '../workflows/index.js';
 import { workflowIdOf } from '../client.js';
+import { CredentialNotFoundError } from '../errors.js';
 
 /** One gate as reported: open, or closed until a time. */
 export interface GateReport {
@@ -137,16 +138,6 @@ export function credentialLine(r: CredentialReport): string {
   return `${r.credential}: ${r.budget.totalPerMinute}/min · ${gate} · ${blocked} · ${r.inFlight} in flight, ${r.waiting} waiting`;
 }
 
-/** The credential has no load-control entity (no call was ever made with it under this prefix). */
-export class CredentialNotFound extends Error {
-  override readonly name = 'CredentialNotFound';
-  constructor(readonly credential: string) {
-    super(
-      `Credential "${credential}" has no load-control state yet: no call was ever made with it, so it is not blocked.`,
-    );
-  }
-}
-
 /**
  * Lifts a credential's block and wakes its waiting intents at once (they would otherwise look again within a few
  * minutes). Returns what the block was and how many intents were woken.
@@ -164,7 +155,7 @@ export async function resumeCredential(options: {
       .executeUpdate(resumeUpdate, { args: [{ by: 'retryq credentials resume' }] });
     wasBlocked = result.wasBlocked ? { reason: result.wasBlocked.reason, since: result.wasBlocked.since } : null;
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) throw new CredentialNotFound(credential);
+    if (err instanceof WorkflowNotFoundError) throw new CredentialNotFoundError(credential);
     throw err;
   }
   let woken = 0;

@@ -8,8 +8,11 @@
  * @module
  */
 
+/** Every reason a permanent decision may give. */
+export const permanentReasons = ['permission', 'invalid', 'conflict', 'not_found', 'quota', 'other'] as const;
+
 /** Why a permanent decision is permanent. */
-export type PermanentReason = 'permission' | 'invalid' | 'conflict' | 'not_found' | 'quota' | 'other';
+export type PermanentReason = (typeof permanentReasons)[number];
 
 /**
  * What one structured error code means.
@@ -131,19 +134,12 @@ function ownRule(table: CodeTable, key: string): unknown {
   return Object.hasOwn(table, key) ? table[key] : undefined;
 }
 
-const permanentReasons: ReadonlySet<string> = new Set([
-  'permission',
-  'invalid',
-  'conflict',
-  'not_found',
-  'quota',
-  'other',
-]);
+const permanentReasonSet: ReadonlySet<string> = new Set(permanentReasons);
 
 /** A malformed rule (from unchecked configuration) is ignored rather than trusted. */
 function isCodeRule(value: unknown): value is CodeRule {
   if (typeof value !== 'object' || value === null) return false;
   const kind = (value as { kind?: unknown }).kind;
   if (kind === 'rate_limited' || kind === 'transient') return true;
-  return kind === 'permanent' && permanentReasons.has(String((value as { reason?: unknown }).reason));
+  return kind === 'permanent' && permanentReasonSet.has(String((value as { reason?: unknown }).reason));
 }

@@ -83,8 +83,14 @@ export interface Evidence {
   receivedAtMs?: number | undefined;
 }
 
-/** Methods that are read-only (RFC 9110 §9.2.1 "safe"): never an `unknown_outcome`. */
-export const safeMethods: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE']);
+/**
+ * The read methods APIs serve: GET, HEAD, OPTIONS. An intent with one of them needs no inspection, and the proxy
+ * retries only these.
+ */
+export const readMethods: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** Methods that are read-only (RFC 9110 §9.2.1 "safe": the read methods and TRACE): never an `unknown_outcome`. */
+export const safeMethods: ReadonlySet<string> = new Set([...readMethods, 'TRACE']);
 
 /**
  * Whether the call could not have changed anything at the provider: a safe method (GET, HEAD,

@@ -30,9 +30,13 @@
  */
 
 export type { CodeRule, CodeTable, PermanentReason } from './code-table.js';
-export { defaultCodeTable, lookupCode, mergeCodeTables } from './code-table.js';
+export { defaultCodeTable, lookupCode, mergeCodeTables, permanentReasons } from './code-table.js';
 export type { Evidence, Purpose, Sent, TransportFailure } from './evidence.js';
-export { headerValue, isRead, safeMethods } from './evidence.js';
+export { headerValue, isRead, readMethods, safeMethods } from './evidence.js';
+export type { EvidenceFacts } from './evidence-text.js';
+export { describeEvidence, evidenceText, retryAfterText } from './evidence-text.js';
+export type { InspectionContext, InspectionFinding, InspectionVerdict, RetryDecision } from './inspection.js';
+export { inspectionFailure, inspectionVerdict } from './inspection.js';
 export type { TransportFailureOf } from './transport-failure.js';
 export { transportFailureOf } from './transport-failure.js';
 export type { HttpDateFormat, HttpDateOptions, HttpDateScan } from './http-date.js';

@@ -24,8 +24,9 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
+import { ProxyConfigError, UsageError } from '../errors.js';
+import { untilStopped } from '../stop-signals.js';
 import type { ProxyOptions } from './options.js';
-import { ProxyConfigError } from './options.js';
 import type { RunningProxy } from './server.js';
 import { startProxy } from './server.js';
 
@@ -60,10 +61,6 @@ Options:
 Request headers:  Retryq-Max-Retries: N   Retryq-Deadline-Ms: MS
 Response headers: Retryq-Attempts, Retryq-Wait-Ms, Retryq-Gated, Retryq-Outcome, Retryq-Max-Retries-Clamped
 Metrics: GET /metrics (Prometheus text).  Exit codes: 0 ok, 1 could not start, 2 usage error.`;
-
-class UsageError extends Error {
-  override readonly name = 'UsageError';
-}
 
 /** Flag → option path, to name the flag in validation messages. */
 const flagOf: Readonly<Record<string, string>> = {
@@ -116,15 +113,15 @@ export async function proxyCommand(
   } catch (err) {
     if (err instanceof ProxyConfigError) {
       io.err(`retryq proxy: invalid configuration:`);
-      for (const issue of err.issues) {
-        const root = issue.path.split('.')[0] ?? '';
+      for (const problem of err.problems) {
+        const root = problem.path.split('.')[0] ?? '';
         const where = fromFlags.has(root)
           ? (flagOf[root] ?? root)
           : configFile === undefined
-            ? issue.path
-            : `${configFile}: ${issue.path}`;
-        const detail = fromFlags.has(root) && issue.path !== root ? ` (${issue.path})` : '';
-        io.err(`  - ${where}${detail}: ${issue.message}`);
+            ? problem.path
+            : `${configFile}: ${problem.path}`;
+        const detail = fromFlags.has(root) && problem.path !== root ? ` (${problem.path})` : '';
+        io.err(`  - ${where}${detail}: ${problem.message}`);
       }
       io.err('Run `retryq proxy --help` for usage.');
       return ProxyExitCode.usage;
@@ -147,7 +144,7 @@ export async function proxyCommand(
   }
   io.out(`  metrics: ${proxy.url}/metrics`);
 
-  const reason = await untilStopped(options.signal);
+  const reason = await untilStopped({ signal: options.signal });
   io.err(`retryq proxy: stopping (${reason})…`);
   await proxy.close();
   io.err('retryq proxy: stopped');
@@ -273,23 +270,4 @@ async function readConfigFile(file: string): Promise<Record<string, unknown>> {
     );
   }
   return value as Record<string, unknown>;
-}
-
-/** Resolves with the reason once SIGINT, SIGTERM or `signal` asks to stop. */
-function untilStopped(signal: AbortSignal | undefined): Promise<string> {
-  return new Promise((resolve) => {
-    const done = (reason: string): void => {
-      process.off('SIGINT', onInt);
-      process.off('SIGTERM', onTerm);
-      signal?.removeEventListener('abort', onAbort);
-      resolve(reason);
-    };
-    const onInt = (): void => done('SIGINT');
-    const onTerm = (): void => done('SIGTERM');
-    const onAbort = (): void => done('stop requested');
-    if (signal?.aborted === true) return done('stop requested');
-    process.once('SIGINT', onInt);
-    process.once('SIGTERM', onTerm);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

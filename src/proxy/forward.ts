@@ -13,10 +13,13 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
+import { setTimeout as delay } from 'node:timers/promises';
+import { Agent } from 'undici';
 import type { Dispatcher } from 'undici';
+import { CallerGoneError } from '../errors.js';
 import type { Evidence } from '../policy/index.js';
 import { classify } from '../policy/index.js';
-import type { Gate } from './gate.js';
+import { Gate } from './gate.js';
 import type { ProxyMetrics } from './metrics.js';
 import type { RetrySettings } from './options.js';
 import type { Outcome } from './rules.js';
@@ -64,6 +67,11 @@ export class Cancellation extends EventEmitter {
 /** Waits `ms` milliseconds; rejects (with the signal's reason) when `signal` aborts first. */
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
 
+/** The {@link Sleep} of the proxy and `retryingFetch` unless a test injects its own: `setTimeout` of `node:timers/promises`. */
+export const defaultSleep: Sleep = async (ms, signal) => {
+  await delay(ms, undefined, signal === undefined ? undefined : { signal });
+};
+
 /** What the retry loop needs besides the request. */
 export interface ForwardDeps {
   /** The connection pool (an undici `Agent`, keep-alive). */
@@ -77,6 +85,48 @@ export interface ForwardDeps {
   sleep: Sleep;
   /** Uniform in `[0, 1)` (as `Math.random`); drives the backoff jitter. */
   random: () => number;
+}
+
+/** The parts of {@link ForwardDeps} a caller may inject; the rest are made from the settings. */
+export interface ForwardParts {
+  /** @default a keep-alive undici `Agent` owned by the caller of {@link createForwardDeps} */
+  dispatcher?: Dispatcher | undefined;
+  metrics?: ProxyMetrics | undefined;
+  /** @default Date.now */
+  now?: (() => number) | undefined;
+  /** @default {@link defaultSleep} */
+  sleep?: Sleep | undefined;
+  /** @default Math.random */
+  random?: (() => number) | undefined;
+}
+
+/**
+ * The retry loop's dependencies for `settings`, shared by the proxy server and `retryingFetch`: a keep-alive
+ * pool (unless one is given), a gate when it is on, and the injected or default time, sleep and randomness.
+ *
+ * @returns the deps, and whether the dispatcher was made here (then its owner closes it)
+ */
+export function createForwardDeps(
+  settings: RetrySettings,
+  parts: ForwardParts,
+): { deps: ForwardDeps; ownsDispatcher: boolean } {
+  const dispatcher =
+    parts.dispatcher ??
+    new Agent({
+      keepAliveTimeout: 4_000,
+      keepAliveMaxTimeout: 60_000,
+      connect: { timeout: settings.attemptTimeoutMs },
+    });
+  const deps: ForwardDeps = {
+    dispatcher,
+    settings,
+    gate: settings.gate.enabled ? new Gate({ maxClosedMs: settings.gate.maxClosedMs }) : undefined,
+    metrics: parts.metrics,
+    now: parts.now ?? Date.now,
+    sleep: parts.sleep ?? defaultSleep,
+    random: parts.random ?? Math.random,
+  };
+  return { deps, ownsDispatcher: parts.dispatcher === undefined };
 }
 
 /** One request to forward. */
@@ -144,17 +194,12 @@ export type Forwarded =
     }
   | { kind: 'local'; status: number; headers: Record<string, string>; body: LocalErrorBody; report: RetryReport };
 
-/** The caller went away (its signal aborted) while the request was being forwarded. */
-export class CallerGone extends Error {
-  override readonly name = 'CallerGone';
-}
-
 /** Most bytes read from a failed attempt's body to keep its connection; past it the connection is closed. */
 const drainLimitBytes = 128 * 1024;
 
 /**
  * Forwards one request with retries. Never rejects for upstream failures (those become a local 408 /
- * 502 answer); rejects with {@link CallerGone} when `request.signal` aborts.
+ * 502 answer); rejects with {@link CallerGoneError} when `request.signal` aborts.
  *
  * @param request - see {@link ForwardRequest}
  * @param deps - see {@link ForwardDeps}
@@ -202,7 +247,7 @@ export async function forward(request: ForwardRequest, deps: ForwardDeps): Promi
       });
     } catch (err) {
       request.signal?.off('abort', onGone);
-      if (request.signal?.aborted === true) throw new CallerGone('the caller went away', { cause: err });
+      if (request.signal?.aborted === true) throw new CallerGoneError('the caller went away', { cause: err });
       failure = timedOut ? { transport: 'timeout', sent: 'unknown', code: 'ATTEMPT_TIMEOUT' } : transportFailureOf(err);
     } finally {
       clearTimeout(timer);
@@ -268,7 +313,7 @@ export async function forward(request: ForwardRequest, deps: ForwardDeps): Promi
     try {
       await deps.sleep(step.waitMs, waitSignal(request));
     } catch (err) {
-      if (request.signal?.aborted === true) throw new CallerGone('the caller went away', { cause: err });
+      if (request.signal?.aborted === true) throw new CallerGoneError('the caller went away', { cause: err });
       if (request.stopSignal?.aborted === true) return stopping(request, report, metrics);
       throw err;
     }

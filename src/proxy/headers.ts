@@ -8,6 +8,7 @@
  */
 
 import type { IncomingHttpHeaders } from 'node:http';
+import type { RetryReport } from './forward.js';
 
 /**
  * Fields that never cross the proxy: the hop-by-hop fields of RFC 9110 §7.6.1 and the de-facto
@@ -30,6 +31,30 @@ export const droppedHeaders: ReadonlySet<string> = new Set([
 
 /** Request headers that steer the proxy; consumed, never forwarded. */
 export const proxyHeaderPrefix = 'retryq-';
+
+/** Response headers that tell the caller what happened. */
+export const proxyResponseHeaders = {
+  attempts: 'Retryq-Attempts',
+  waitMs: 'Retryq-Wait-Ms',
+  gated: 'Retryq-Gated',
+  outcome: 'Retryq-Outcome',
+  maxRetriesClamped: 'Retryq-Max-Retries-Clamped',
+} as const;
+
+/**
+ * The `Retryq-*` response headers of a report, as a flat `[name, value, …]` list: the one place that writes them,
+ * for the proxy and `retryingFetch` alike.
+ *
+ * @param report - what the retry loop did
+ * @param clampedTo - the retries used when the caller asked for more than the ceiling
+ */
+export function reportHeaders(report: RetryReport, clampedTo?: number): string[] {
+  const h = proxyResponseHeaders;
+  const out = [h.attempts, String(report.attempts), h.waitMs, String(Math.round(report.waitedMs))];
+  out.push(h.gated, report.gated ? 'true' : 'false', h.outcome, report.outcome);
+  if (clampedTo !== undefined) out.push(h.maxRetriesClamped, String(clampedTo));
+  return out;
+}
 
 /** The field names listed in `Connection` header values, lower-cased. */
 function connectionTokens(values: readonly string[]): Set<string> | undefined {

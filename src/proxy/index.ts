@@ -47,7 +47,6 @@ export { Gate, gateKey } from './gate.js';
 export { ProxyMetrics } from './metrics.js';
 export type {
   BackoffOptions,
-  ConfigIssue,
   GateConfig,
   ProxyOptions,
   ProxySettings,
@@ -55,10 +54,14 @@ export type {
   RetrySettings,
   Upstream,
 } from './options.js';
-export { ProxyConfigError, proxyRequestHeaders, resolveProxyOptions, resolveRetryOptions } from './options.js';
+export { ProxyConfigError } from '../errors.js';
+export { resolveProxyOptions, resolveRetryOptions } from './options.js';
+export type { RequestControls } from './request-controls.js';
+export { proxyRequestHeaders, readRequestControls } from './request-controls.js';
 export type { RetryingFetch, RetryingFetchInit, RetryingFetchOptions, RetryingResponse } from './retrying-fetch.js';
 export { createRetryingFetch, retryingFetch } from './retrying-fetch.js';
 export type { NextStepInput, Outcome, Step, WaitRules } from './rules.js';
 export { nextStep, outcomes, retriedMethods, retriedStatuses } from './rules.js';
 export type { ProxyRuntime, RunningProxy } from './server.js';
-export { proxyResponseHeaders, startProxy } from './server.js';
+export { startProxy } from './server.js';
+export { proxyResponseHeaders } from './headers.js';

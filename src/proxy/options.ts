@@ -1,5 +1,6 @@
 /**
- * The proxy's configuration and per-request headers, validated strictly. Durations are a `Duration`
+ * The proxy's configuration, validated strictly (the per-request `Retryq-*` headers are read in
+ * `request-controls.ts`). Durations are a `Duration`
  * (`'15s'`, `'250ms'`, or ms) at this edge and plain ms numbers (`…Ms`) inside.
  *
  * @module
@@ -10,8 +11,8 @@ import type { Duration } from '../duration.js';
 import { DURATION_HINT, parseDurationMs } from '../duration.js';
 import type { BackoffPolicy } from '../policy/index.js';
 import { defaultGateMaxClosedMs } from './gate.js';
-import { proxyHeaderPrefix } from './headers.js';
-import { formatIssuePath, valueAtPath } from '../issue-path.js';
+import { ProxyConfigError, problemsFromZod, valueAtPath } from '../errors.js';
+import type { Problem } from '../errors.js';
 
 /** The backoff without a usable `Retry-After`: ≈ 250 ms, 500 ms, 1 s, 2 s, 4 s, 8 s, 10 s, 10 s, … ± 20 %. */
 export interface BackoffOptions {
@@ -141,25 +142,6 @@ export interface Upstream {
   url: string;
 }
 
-/** One problem with a configuration: where and what is wrong, and what is allowed. */
-export interface ConfigIssue {
-  /** The option path, e.g. `upstreams.acme` or `backoff.jitter`. */
-  path: string;
-  /** What is wrong and what is allowed. */
-  message: string;
-}
-
-/** The proxy (or `retryingFetch`) configuration is invalid; `issues` lists every problem found. */
-export class ProxyConfigError extends Error {
-  override readonly name = 'ProxyConfigError';
-  constructor(readonly issues: readonly ConfigIssue[]) {
-    super(
-      `Invalid proxy configuration (${issues.length} problem${issues.length === 1 ? '' : 's'}):\n` +
-        issues.map((i) => `  - ${i.path || '(root)'}: ${i.message}`).join('\n'),
-    );
-  }
-}
-
 /** Names that would shadow the proxy's own endpoints. */
 const reservedNames: ReadonlySet<string> = new Set(['metrics', 'healthz']);
 
@@ -271,15 +253,20 @@ const proxySchema = z
     }
   });
 
-function issuesOf(error: z.ZodError, input: unknown): ConfigIssue[] {
-  return error.issues.map((issue) => {
-    let message = issue.message;
-    if (issue.code === 'unrecognized_keys') message = `unknown option(s) ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
-    else if (issue.code === 'invalid_type' && valueAtPath(input, issue.path) === undefined) message = 'is required';
-    else if (issue.code === 'invalid_union') message = unionMessage(issue) ?? message;
-    else if (issue.code === 'invalid_key') message = `name ${issue.issues.map((i) => i.message).join('; ')}`;
-    return { path: formatIssuePath(issue.path), message };
+function problemsOf(error: z.ZodError, input: unknown): Problem[] {
+  return problemsFromZod(error, {
+    message: (issue) => {
+      if (issue.code === 'unrecognized_keys') return unknownOptions(issue.keys);
+      if (issue.code === 'invalid_type' && valueAtPath(input, issue.path) === undefined) return 'is required';
+      if (issue.code === 'invalid_union') return unionMessage(issue) ?? issue.message;
+      if (issue.code === 'invalid_key') return `name ${issue.issues.map((i) => i.message).join('; ')}`;
+      return issue.message;
+    },
   });
+}
+
+function unknownOptions(keys: readonly string[]): string {
+  return `unknown option(s) ${keys.map((k) => `"${k}"`).join(', ')}`;
 }
 
 /** A union issue (Duration, gate) reads best as the message of its most specific branch. */
@@ -287,9 +274,7 @@ function unionMessage(issue: z.core.$ZodIssueInvalidUnion): string | undefined {
   for (const branch of issue.errors) {
     const custom = branch.find((i) => i.code === 'custom' || i.code === 'unrecognized_keys');
     if (custom !== undefined) {
-      return custom.code === 'unrecognized_keys'
-        ? `unknown option(s) ${custom.keys.map((k) => `"${k}"`).join(', ')}`
-        : custom.message;
+      return custom.code === 'unrecognized_keys' ? unknownOptions(custom.keys) : custom.message;
     }
   }
   return undefined;
@@ -318,7 +303,7 @@ function toRetrySettings(v: z.output<typeof retrySchema>): RetrySettings {
  */
 export function resolveRetryOptions(options: unknown): RetrySettings {
   const parsed = retrySchema.safeParse(options ?? {});
-  if (!parsed.success) throw new ProxyConfigError(issuesOf(parsed.error, options ?? {}));
+  if (!parsed.success) throw new ProxyConfigError(problemsOf(parsed.error, options ?? {}));
   return toRetrySettings(parsed.data);
 }
 
@@ -333,7 +318,7 @@ export function resolveRetryOptions(options: unknown): RetrySettings {
  */
 export function resolveProxyOptions(options: unknown): ProxySettings {
   const parsed = proxySchema.safeParse(options);
-  if (!parsed.success) throw new ProxyConfigError(issuesOf(parsed.error, options));
+  if (!parsed.success) throw new ProxyConfigError(problemsOf(parsed.error, options));
   const v = parsed.data;
   const upstreams = new Map<string, Upstream>();
   for (const [name, u] of Object.entries(v.upstreams)) upstreams.set(name, { name, ...u });
@@ -345,109 +330,4 @@ export function resolveProxyOptions(options: unknown): ProxySettings {
     maxRetriesCeiling: v.maxRetriesCeiling,
     maxReplayBodyBytes: v.maxReplayBodyBytes,
   };
-}
-
-/** The request headers that steer the proxy. */
-export const proxyRequestHeaders = {
-  maxRetries: 'Retryq-Max-Retries',
-  deadlineMs: 'Retryq-Deadline-Ms',
-} as const;
-
-/** What the `Retryq-*` request headers of one request say. */
-export interface RequestControls {
-  /** Retries allowed for this request, after clamping. */
-  maxRetries: number;
-  /** The value asked for when it was clamped to the ceiling, else `undefined`. */
-  clampedFrom: string | undefined;
-  /** The caller's remaining time budget, in ms, when it sent one. */
-  budgetMs: number | undefined;
-}
-
-/** A bad `Retryq-*` request header: which, what was seen, what is allowed. */
-export interface HeaderProblem {
-  header: string;
-  /** The value seen, cut to 64 characters. */
-  got: string;
-  /** What is wrong and what is allowed. */
-  rule: string;
-}
-
-const maxBudgetMs = 2_147_483_647;
-
-/**
- * Reads the `Retryq-*` request headers strictly. `Retryq-Max-Retries` is digits only (after trimming
- * spaces and tabs): 0 turns retries off, a value above `ceiling` is clamped. `Retryq-Deadline-Ms` is
- * the caller's remaining budget, digits only, 1 to 2147483647. Each may appear once; any other
- * `Retryq-*` header is an error, so a misspelt control does not pass silently.
- *
- * @param rawHeaders - the request's raw `[name, value, …]` list
- * @param defaults - the configured default and ceiling
- * @returns the controls, or the first problem found
- * @example
- * readRequestControls(['Retryq-Max-Retries', '50'], { maxRetries: 3, ceiling: 10 });
- * // { ok: true, controls: { maxRetries: 10, clampedFrom: '50', budgetMs: undefined } }
- */
-export function readRequestControls(
-  rawHeaders: readonly string[],
-  defaults: { maxRetries: number; ceiling: number },
-): { ok: true; controls: RequestControls } | { ok: false; problem: HeaderProblem } {
-  let maxRetries = defaults.maxRetries;
-  let clampedFrom: string | undefined;
-  let budgetMs: number | undefined;
-  let seenRetries = false;
-  let seenDeadline = false;
-  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i] as string;
-    if (
-      name.length < proxyHeaderPrefix.length ||
-      name.slice(0, proxyHeaderPrefix.length).toLowerCase() !== proxyHeaderPrefix
-    )
-      continue;
-    const lower = name.toLowerCase();
-    const raw = rawHeaders[i + 1] as string;
-    const value = raw.replace(/^[ \t]+|[ \t]+$/g, '');
-    if (lower === 'retryq-max-retries') {
-      const header = proxyRequestHeaders.maxRetries;
-      if (seenRetries) return problem(header, raw, 'must appear at most once');
-      seenRetries = true;
-      if (!/^[0-9]+$/.test(value)) {
-        return problem(
-          header,
-          raw,
-          `must be a whole number of retries ≥ 0 (digits only; 0 turns retries off; at most ${defaults.ceiling} are used)`,
-        );
-      }
-      const asked = Number(value);
-      if (asked > defaults.ceiling) {
-        maxRetries = defaults.ceiling;
-        clampedFrom = value.length > 64 ? `${value.slice(0, 64)}…` : value;
-      } else {
-        maxRetries = asked;
-      }
-    } else if (lower === 'retryq-deadline-ms') {
-      const header = proxyRequestHeaders.deadlineMs;
-      if (seenDeadline) return problem(header, raw, 'must appear at most once');
-      seenDeadline = true;
-      const ms = /^[0-9]+$/.test(value) ? Number(value) : Number.NaN;
-      if (!(ms >= 1 && ms <= maxBudgetMs)) {
-        return problem(
-          header,
-          raw,
-          `must be the remaining time budget in whole milliseconds, from 1 to ${maxBudgetMs}`,
-        );
-      }
-      budgetMs = ms;
-    } else {
-      return problem(
-        name,
-        raw,
-        `is not a retryq header; allowed: ${proxyRequestHeaders.maxRetries}, ${proxyRequestHeaders.deadlineMs}`,
-      );
-    }
-  }
-  return { ok: true, controls: { maxRetries, clampedFrom, budgetMs } };
-}
-
-function problem(header: string, got: string, rule: string): { ok: false; problem: HeaderProblem } {
-  return { ok: false, problem: { header, got: got.length > 64 ? `${got.slice(0, 64)}…` : got, rule } };
 }

@@ -8,13 +8,12 @@
  */
 
 import { Readable } from 'node:stream';
-import { setTimeout as delay } from 'node:timers/promises';
-import { Agent } from 'undici';
 import type { Dispatcher } from 'undici';
+import { CallerGoneError } from '../errors.js';
 import type { Forwarded, RetryReport, Sleep } from './forward.js';
-import { CallerGone, Cancellation, discard, forward } from './forward.js';
-import { Gate, gateKey } from './gate.js';
-import { forwardedRequestHeaders, forwardedResponseHeaders, isValidReason } from './headers.js';
+import { Cancellation, createForwardDeps, discard, forward } from './forward.js';
+import { gateKey } from './gate.js';
+import { forwardedRequestHeaders, forwardedResponseHeaders, isValidReason, reportHeaders } from './headers.js';
 import type { ProxyMetrics } from './metrics.js';
 import type { RetryOptions, RetrySettings } from './options.js';
 import { resolveRetryOptions } from './options.js';
@@ -92,10 +91,6 @@ export interface RetryingFetch {
   close(): Promise<void>;
 }
 
-const defaultSleep: Sleep = async (ms, signal) => {
-  await delay(ms, undefined, signal === undefined ? undefined : { signal });
-};
-
 /**
  * Makes a {@link RetryingFetch} with its own settings, connection pool and gate.
  *
@@ -108,24 +103,9 @@ const defaultSleep: Sleep = async (ms, signal) => {
  * await fetchWithRetries.close();
  */
 export function createRetryingFetch(options: RetryingFetchOptions = {}): RetryingFetch {
-  const { dispatcher: given, metrics, now, sleep, random, ...retry } = options;
+  const { dispatcher, metrics, now, sleep, random, ...retry } = options;
   const settings: RetrySettings = resolveRetryOptions(retry);
-  const dispatcher =
-    given ??
-    new Agent({
-      keepAliveTimeout: 4_000,
-      keepAliveMaxTimeout: 60_000,
-      connect: { timeout: settings.attemptTimeoutMs },
-    });
-  const deps = {
-    dispatcher,
-    settings,
-    gate: settings.gate.enabled ? new Gate({ maxClosedMs: settings.gate.maxClosedMs }) : undefined,
-    metrics,
-    now: now ?? Date.now,
-    sleep: sleep ?? defaultSleep,
-    random: random ?? Math.random,
-  };
+  const { deps, ownsDispatcher } = createForwardDeps(settings, { dispatcher, metrics, now, sleep, random });
 
   const call = async (input: string | URL, init: RetryingFetchInit = {}): Promise<RetryingResponse> => {
     const url = toUrl(input);
@@ -175,7 +155,7 @@ export function createRetryingFetch(options: RetryingFetchOptions = {}): Retryin
       );
     } catch (err) {
       unlink();
-      if (err instanceof CallerGone && signal?.aborted === true) throw signal.reason;
+      if (err instanceof CallerGoneError && signal?.aborted === true) throw signal.reason;
       throw err;
     }
     // The signal keeps governing the body while it streams; then it is let go (a long-lived signal
@@ -187,7 +167,7 @@ export function createRetryingFetch(options: RetryingFetchOptions = {}): Retryin
 
   return Object.assign(call, {
     close: async (): Promise<void> => {
-      if (given === undefined) await dispatcher.close();
+      if (ownsDispatcher) await deps.dispatcher.close();
     },
   });
 }
@@ -280,10 +260,8 @@ function toResponse(result: Forwarded, method: string): RetryingResponse {
     }
   }
   const { report } = result;
-  headers.set('retryq-attempts', String(report.attempts));
-  headers.set('retryq-wait-ms', String(Math.round(report.waitedMs)));
-  headers.set('retryq-gated', report.gated ? 'true' : 'false');
-  headers.set('retryq-outcome', report.outcome);
+  const own = reportHeaders(report);
+  for (let i = 0; i + 1 < own.length; i += 2) headers.set(own[i] as string, own[i + 1] as string);
   const response = new Response(body, {
     status: result.status,
     ...(result.kind === 'upstream' && isValidReason(result.statusText) ? { statusText: result.statusText } : {}),

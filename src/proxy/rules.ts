@@ -10,11 +10,11 @@
  * @module
  */
 
-import { backoffDelayMs, classify } from '../policy/index.js';
+import { backoffDelayMs, classify, readMethods } from '../policy/index.js';
 import type { BackoffPolicy, Evidence } from '../policy/index.js';
 
-/** Methods the proxy retries: the safe methods of RFC 9110 §9.2.1 that APIs serve (TRACE is forwarded once). */
-export const retriedMethods: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** Methods the proxy retries: the policy's read methods (TRACE, safe too, is forwarded once). */
+export const retriedMethods: ReadonlySet<string> = readMethods;
 
 /** Statuses the proxy retries. A timeout counts as 408 and an unreachable upstream as 502. */
 export const retriedStatuses: ReadonlySet<number> = new Set([408, 429, 502, 503, 504]);

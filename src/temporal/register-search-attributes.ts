@@ -19,6 +19,7 @@ import type { SearchAttributeType } from '@temporalio/common';
 import type { SearchAttributeKey } from '@temporalio/common/lib/search-attributes.js';
 import proto from '@temporalio/proto';
 import type { temporal } from '@temporalio/proto';
+import { SearchAttributeTypeMismatchError } from '../errors.js';
 import { retryqSearchAttributes } from '../search-attributes.js';
 
 // @temporalio/proto is CommonJS: take the enum from the default export.
@@ -30,11 +31,6 @@ function indexedType(type: SearchAttributeType): temporal.api.enums.v1.IndexedVa
 }
 
 const GRPC_UNIMPLEMENTED = 12;
-
-/** A search attribute exists with a type other than the one retryq needs. */
-export class SearchAttributeTypeMismatch extends Error {
-  override readonly name = 'SearchAttributeTypeMismatch';
-}
 
 /**
  * Ensures every key exists in `namespace`. Returns the names it added.
@@ -66,7 +62,7 @@ export async function registerSearchAttributes(
     const have = current[key.name];
     if (have === undefined) missing[key.name] = want;
     else if (have !== want)
-      throw new SearchAttributeTypeMismatch(
+      throw new SearchAttributeTypeMismatchError(
         `Search attribute ${key.name} exists in namespace ${namespace} as ${IndexedValueType[have]}, ` +
           `but retryq needs ${TypedSearchAttributes.toMetadataType(key.type)}. Remove or rename it.`,
       );

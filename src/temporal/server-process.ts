@@ -25,43 +25,7 @@ import { mkdir } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-
-/** The port a server needs is already in use; nothing was started. */
-export class PortInUse extends Error {
-  override readonly name = 'PortInUse';
-  constructor(
-    readonly host: string,
-    readonly port: number,
-    readonly purpose: string,
-  ) {
-    super(
-      `Port ${port} (${purpose}) on ${host} is already in use by another process, so no server was started. ` +
-        `Stop that process, choose another port, or, if it is a Temporal server you want to use, ` +
-        `point retryq at it with TEMPORAL_ADDRESS=${host}:${port}.`,
-    );
-  }
-}
-
-/** The server process exited (or could not be spawned) before it became ready. */
-export class ServerExited extends Error {
-  override readonly name = 'ServerExited';
-  constructor(
-    readonly what: string,
-    readonly exitCode: number | null,
-    readonly signal: NodeJS.Signals | null,
-    readonly logTail: string,
-  ) {
-    super(
-      `${what} exited during start-up (${exitCode !== null ? `exit code ${exitCode}` : `signal ${signal ?? '?'}`}).` +
-        (logTail ? `\nLast output:\n${logTail}` : ' It printed nothing.'),
-    );
-  }
-}
-
-/** The server did not become ready in time; it was stopped. */
-export class ServerStartTimeout extends Error {
-  override readonly name = 'ServerStartTimeout';
-}
+import { PortInUseError, ServerExitedError, ServerStartTimeoutError } from '../errors.js';
 
 /** A server process started and owned by retryq. */
 export interface ManagedServer {
@@ -122,9 +86,10 @@ function canBind(host: string, port: number): Promise<boolean> {
   });
 }
 
-/** Throws {@link PortInUse} when the port is taken. */
+/** Throws {@link PortInUseError} when the port is taken. */
 export async function assertPortFree(host: string, port: number, purpose: string): Promise<void> {
-  if ((await somethingListens(host, port)) || !(await canBind(host, port))) throw new PortInUse(host, port, purpose);
+  if ((await somethingListens(host, port)) || !(await canBind(host, port)))
+    throw new PortInUseError(host, port, purpose);
 }
 
 const live = new Set<ChildProcess>();
@@ -212,10 +177,10 @@ async function launch(spec: LaunchSpec): Promise<ManagedServer> {
   void exited.then((r) => (exitedEarly = r));
   const startedAt = Date.now();
   for (;;) {
-    if (exitedEarly) throw new ServerExited(spec.what, exitedEarly.code, exitedEarly.signal, logTail());
+    if (exitedEarly) throw new ServerExitedError(spec.what, exitedEarly.code, exitedEarly.signal, logTail());
     if (Date.now() - startedAt > spec.readyTimeoutMs) {
       await stop(2000);
-      throw new ServerStartTimeout(
+      throw new ServerStartTimeoutError(
         `${spec.what} did not become ready on ${address} within ${spec.readyTimeoutMs} ms; it was stopped.\n` +
           `Last output:\n${logTail()}`,
       );

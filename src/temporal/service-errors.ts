@@ -14,7 +14,7 @@
  * ```
  */
 import { ServiceError, isGrpcServiceError } from '@temporalio/client';
-import { TemporalRequestError } from '../ops-errors.js';
+import { TemporalRequestError } from '../errors.js';
 
 /** gRPC status names by number (the ones Temporal answers with). */
 const GRPC_STATUS: Record<number, string> = {

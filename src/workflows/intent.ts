@@ -41,7 +41,7 @@ import type {
   SearchAttributeUpdatePair,
 } from '@temporalio/common/lib/search-attributes.js';
 import type { Activities, DispatchResult, InspectResult } from '../activities/index.js';
-import { IntentFailureType, describeEvidence, evidenceFromFailure, holdFromFailure } from '../failures.js';
+import { IntentFailureType, evidenceFromFailure, holdFromFailure } from '../failures.js';
 import type { CredentialHold } from '../failures.js';
 import { ATTEMPT_LOG_LIMIT, Phase, describeTarget, finalPhases } from '../intent-status.js';
 import type {
@@ -58,6 +58,8 @@ import { headerValue } from '../policy/evidence.js';
 import type { Evidence } from '../policy/evidence.js';
 import { nextAttempt } from '../policy/schedule.js';
 import type { Schedule } from '../policy/schedule.js';
+import { describeEvidence, evidenceText, retryAfterText } from '../policy/evidence-text.js';
+import { inspectionFailure, inspectionVerdict } from '../policy/inspection.js';
 import { spreadWakeUp } from '../policy/load.js';
 import {
   credentialKey,
@@ -159,6 +161,7 @@ class IntentRun {
   dueAtMs: number | undefined;
   retryNowRequests = 0;
   readonly deadlineMs: number;
+  readonly taskQueuePrefix: string;
   readonly queues: ReturnType<typeof taskQueues>;
   readonly target: string;
   readonly changesOnly: boolean;
@@ -171,7 +174,8 @@ class IntentRun {
     options: IntentWorkflowOptions,
   ) {
     this.deadlineMs = new Date(spec.deadline).getTime();
-    this.queues = taskQueues(options.taskQueuePrefix ?? 'retryq');
+    this.taskQueuePrefix = options.taskQueuePrefix ?? 'retryq';
+    this.queues = taskQueues(this.taskQueuePrefix);
     this.target = describeTarget(spec.action.method, spec.action.url);
     this.changesOnly = options.publishChangesOnly === true;
     this.stallAfterMs = options.stallAfterMs;
@@ -302,7 +306,7 @@ class IntentRun {
         const what = this.needsInspection ? 'to inspect the unknown outcome' : 'for provider';
         const why =
           ev?.retryAfter !== undefined && this.permittedAtMs !== undefined && s.nextAttemptAt === s.permittedAt
-            ? `Retry-After ${ev.retryAfter.length <= 6 ? `${ev.retryAfter} s` : ev.retryAfter}`
+            ? `Retry-After ${retryAfterText(ev.retryAfter)}`
             : `backoff after ${last}`;
         return `Waiting ${what} until ${clock(s.nextAttemptAt)} (${why}, ${attempt}).`;
       }
@@ -317,9 +321,7 @@ class IntentRun {
 
   lastEvidenceText(): string {
     const ev = this.status.lastEvidence;
-    if (!ev) return 'no answer yet';
-    if (ev.status !== undefined) return `HTTP ${ev.status}${ev.code ? ` ${ev.code}` : ''}`;
-    return `${ev.transport ?? 'transport'} failure`;
+    return ev ? evidenceText(ev) : 'no answer yet';
   }
 
   record(entry: AttemptRecord): void {
@@ -364,9 +366,8 @@ class IntentRun {
   }
 
   optionsForNextRun(): IntentWorkflowOptions {
-    const prefix = this.queues.workflows.slice(0, -'.workflows'.length);
     return {
-      taskQueuePrefix: prefix,
+      taskQueuePrefix: this.taskQueuePrefix,
       ...(this.changesOnly ? { publishChangesOnly: true } : {}),
       ...(this.stallAfterMs !== undefined ? { stallAfterMs: this.stallAfterMs } : {}),
     };
@@ -415,15 +416,10 @@ class IntentRun {
     s.nextAttemptAt = undefined;
     this.publish();
     const startedAt = new Date().toISOString();
-    const { dispatch } = proxyActivities<Activities>({
-      taskQueue: this.queues.actions(this.spec.credential),
-      startToCloseTimeout: this.spec.policy.attemptTimeoutMs + 10_000 + SLOT_WAIT_MS,
-      // Not started by the deadline = never started: no dispatch after the deadline (invariant 7). No minimum
-      // beyond 1 ms (a zero timeout means "none"): any floor would let a dispatch start after the deadline.
-      scheduleToStartTimeout: Math.max(1, this.deadlineMs - Date.now()),
-      retry: { maximumAttempts: 1 },
-      summary: `attempt ${s.attempts}/${s.maxAttempts}: ${this.target}`,
-    });
+    const { dispatch } = this.activities(
+      this.queues.actions(this.spec.credential),
+      `attempt ${s.attempts}/${s.maxAttempts}: ${this.target}`,
+    );
     let result: DispatchResult;
     try {
       const input: DispatchInput = {
@@ -465,6 +461,29 @@ class IntentRun {
     s.result = { status: result.status, body: result.body, ...(result.truncated ? { truncated: true } : {}) };
     s.reservation = undefined;
     return this.finish(Phase.succeeded, `provider answered HTTP ${result.status}`);
+  }
+
+  /**
+   * The activities of one provider call, with the one set of options both kinds share: a single attempt (Temporal's
+   * retries would stack on retryq's), and not started by the deadline = never started, so no provider call starts
+   * after the deadline (invariant 7). 1 ms is the least timeout (zero means "none"); any larger floor would let a
+   * call start after the deadline.
+   */
+  activities(taskQueue: string, summary: string, watched?: { startWithinMs: number }) {
+    return proxyActivities<Activities>({
+      taskQueue,
+      // The attempt's own timeout, the answer's way back, and the wait for a send slot from the credential's
+      // load control (SLOT_WAIT_MS).
+      startToCloseTimeout: this.spec.policy.attemptTimeoutMs + 10_000 + SLOT_WAIT_MS,
+      // Not started by the deadline = never started: no dispatch or inspection after the deadline (invariant 7).
+      // No minimum beyond 1 ms (a zero timeout means "none"): any floor would let an attempt start after it.
+      scheduleToStartTimeout: Math.max(1, Math.min(this.deadlineMs - Date.now(), watched?.startWithinMs ?? Infinity)),
+      retry: { maximumAttempts: 1 },
+      // A watched dispatch: a cancel before it started is confirmed by the server at once (nothing sent); one that
+      // runs is waited for, so its outcome is known (see watchedDispatch).
+      ...(watched ? { cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED } : {}),
+      summary,
+    });
   }
 
   /** The one place a dispatch decision becomes Temporal calls. */
@@ -562,13 +581,10 @@ class IntentRun {
     s.nextAttemptAt = undefined;
     this.publish();
     const startedAt = new Date().toISOString();
-    const { inspect } = proxyActivities<Activities>({
-      taskQueue: this.queues.inspect(this.spec.credential),
-      startToCloseTimeout: this.spec.policy.attemptTimeoutMs + 10_000 + SLOT_WAIT_MS,
-      scheduleToStartTimeout: Math.max(1000, this.deadlineMs - Date.now()),
-      retry: { maximumAttempts: 1 },
-      summary: `inspect attempt ${s.attempts} by idempotency key`,
-    });
+    const { inspect } = this.activities(
+      this.queues.inspect(this.spec.credential),
+      `inspect attempt ${s.attempts} by idempotency key`,
+    );
     let found: InspectResult;
     try {
       found = await inspect({
@@ -595,16 +611,13 @@ class IntentRun {
       if (evidence.status === 429) countRateLimited(this.spec.credential, 'inspect');
       const entry: AttemptRecord = { kind: 'inspect', attempt: s.attempts, startedAt, evidence: summary };
       this.record(entry);
-      if (decision.kind === 'permanent')
+      const next = inspectionFailure(decision);
+      if (next.kind === 'permanent')
         return this.finish(
           Phase.failed,
           `the inspection itself failed for good (${describeEvidence(evidence)}); the outcome of attempt ${s.attempts} stays unknown`,
         );
-      const asTransient: Failed =
-        decision.kind === 'success' || decision.kind === 'unknown_outcome'
-          ? { kind: 'transient', reason: 'inspection failed', retryAfter: { kind: 'absent' } }
-          : decision;
-      return this.schedule(asTransient, this.inspectionsSinceUnknown, entry, 'inspect');
+      return this.schedule(next, this.inspectionsSinceUnknown, entry, 'inspect');
     }
     s.held = undefined;
     return this.afterInspection(found, startedAt);
@@ -652,91 +665,77 @@ class IntentRun {
     return undefined;
   }
 
-  /** The one place an inspection result becomes Temporal calls. */
+  /** The one place an inspection result becomes Temporal calls; what it means comes from the policy. */
   async afterInspection(found: InspectResult, startedAt: string): Promise<IntentOutcome | undefined> {
     const s = this.status;
     countInspection(this.spec.credential, found.kind);
+    const verdict = inspectionVerdict(found, {
+      method: this.spec.action.method,
+      permittedAtMs: this.permittedAtMs,
+      now: new Date(),
+      codes: this.spec.codes,
+    });
     const entry: AttemptRecord = {
       kind: 'inspect',
       attempt: s.attempts,
       startedAt,
       evidence: { status: 200, sent: 'yes', decision: `operation_${found.kind}` },
     };
-    switch (found.kind) {
-      case 'succeeded':
-        this.record(entry);
-        s.lastEvidence = entry.evidence;
-        s.result = { status: 200, body: found.result, inspected: true };
-        s.reservation = undefined;
-        this.needsInspection = false;
+    if (verdict.kind === 'redispatch') entry.evidence = { status: 404, sent: 'yes', decision: 'operation_absent' };
+    if (verdict.kind === 'recorded_failure')
+      entry.evidence = {
+        ...summarize(verdict.evidence, verdict.decision),
+        decision: `operation_failed:${verdict.decision.kind}`,
+      };
+    this.record(entry);
+    s.lastEvidence = entry.evidence;
+    if (verdict.kind === 'inspect_again')
+      return this.schedule(verdict.decision, this.inspectionsSinceUnknown, entry, 'inspect');
+    // The operation's fate is known: nothing is left to reconcile.
+    s.reservation = undefined;
+    this.needsInspection = false;
+    switch (verdict.kind) {
+      case 'took_effect':
+        s.result = { status: 200, body: verdict.result, inspected: true };
         return this.finish(Phase.succeeded, `inspection found attempt ${s.attempts} took effect`);
-      case 'absent': {
-        // The unknown attempt did not take effect: safe to re-dispatch with the same key. It still was a failed
-        // attempt, so the next one waits for the backoff (and any server floor), like after a transient failure.
-        entry.evidence = { status: 404, sent: 'yes', decision: 'operation_absent' };
-        this.record(entry);
-        s.lastEvidence = entry.evidence;
-        s.reservation = undefined;
-        this.needsInspection = false;
-        const floor = this.permittedAtMs;
-        const retry: Failed = {
-          kind: 'transient',
-          reason: 'the attempt of unknown outcome did not take effect',
-          retryAfter:
-            floor === undefined
-              ? { kind: 'absent' }
-              : { kind: 'delay', delayMs: Math.max(0, floor - Date.now()), notBefore: new Date(floor), clamped: false },
-        };
-        return this.schedule(retry, s.attempts, entry, 'dispatch');
-      }
-      case 'pending': {
-        this.record(entry);
-        s.lastEvidence = entry.evidence;
-        const decision: Failed = {
-          kind: 'transient',
-          reason: `operation ${found.state}`,
-          retryAfter: { kind: 'absent' },
-        };
-        return this.schedule(decision, this.inspectionsSinceUnknown, entry, 'inspect');
-      }
-      case 'failed': {
-        // The provider recorded the attempt as failed: classify what it recorded, as if it had answered so.
-        const evidence: Evidence = {
-          method: this.spec.action.method,
-          sent: 'yes',
-          ...(found.error.status !== undefined ? { status: found.error.status } : { status: 500 }),
-          ...(found.error.code !== undefined ? { code: found.error.code } : {}),
-        };
-        const decision = classify(evidence, { now: new Date(), codes: this.spec.codes });
-        entry.evidence = { ...summarize(evidence, decision), decision: `operation_failed:${decision.kind}` };
-        this.record(entry);
-        s.lastEvidence = entry.evidence;
-        s.reservation = undefined;
-        this.needsInspection = false;
+      case 'redispatch':
+        // Safe to dispatch again with the same key; it was a failed attempt all the same.
+        return this.schedule(verdict.decision, s.attempts, entry, 'dispatch');
+      case 'recorded_failure': {
         // The provider saved this failure under the idempotency key: sending the same key again would only replay
         // it (Stripe-style idempotency), so a recorded failure is final whatever its status.
+        const what = describeEvidence(verdict.evidence);
         return this.finish(
           Phase.failed,
-          decision.kind === 'permanent'
-            ? `inspection found attempt ${s.attempts} failed for good: ${describeEvidence(evidence)}`
-            : `the provider recorded attempt ${s.attempts} as failed (${describeEvidence(evidence)}); the same ` +
+          verdict.decision.kind === 'permanent'
+            ? `inspection found attempt ${s.attempts} failed for good: ${what}`
+            : `the provider recorded attempt ${s.attempts} as failed (${what}); the same ` +
                 `idempotency key would replay that answer, so submit a new intent with a new key to try again`,
         );
       }
     }
   }
 
-  /** Records the final phase; returns the outcome (success) or throws the intent's failure. */
-  async finish(phase: IntentOutcome['phase'], reason: string): Promise<IntentOutcome> {
+  /**
+   * Writes the final phase and reason into the status and publishes it. `leftover` names what may be left at the
+   * provider; unless the intent succeeded, it becomes a reservation (an earlier one stays).
+   */
+  recordFinal(phase: IntentOutcome['phase'], reason: string, leftover: string | undefined): void {
     const s = this.status;
     s.phase = phase;
     s.finalReason = reason;
     s.nextAttemptAt = undefined;
     this.dueAtMs = undefined;
-    if (phase !== Phase.succeeded && this.needsInspection && !s.reservation)
-      s.reservation = reservation(this.spec.idempotencyKey, s.attempts, 'outcome unknown at the end');
+    if (phase !== Phase.succeeded && leftover !== undefined)
+      s.reservation ??= reservation(this.spec.idempotencyKey, s.attempts, leftover);
     this.publish();
     countEnded(this.spec.credential, phase);
+  }
+
+  /** Records the final phase; returns the outcome (success) or throws the intent's failure. */
+  async finish(phase: IntentOutcome['phase'], reason: string): Promise<IntentOutcome> {
+    const s = this.status;
+    this.recordFinal(phase, reason, this.needsInspection ? 'outcome unknown at the end' : undefined);
     await condition(allHandlersFinished);
     const outcome = { ...s, phase } as IntentOutcome;
     if (phase === Phase.succeeded) return outcome;
@@ -841,16 +840,9 @@ class IntentRun {
     const queuedAt = Date.now();
     let watchStall = true;
     for (;;) {
-      const untilDeadline = Math.max(1, this.deadlineMs - Date.now());
-      const { dispatch } = proxyActivities<Activities>({
-        taskQueue: queue,
-        startToCloseTimeout: this.spec.policy.attemptTimeoutMs + 10_000 + SLOT_WAIT_MS,
-        // Not started by the deadline = never started (invariant 7); within the stall time, or it is reported.
-        scheduleToStartTimeout: watchStall ? Math.min(untilDeadline, this.stallAfterMs!) : untilDeadline,
-        retry: { maximumAttempts: 1 },
-        // A cancel before start is confirmed by the server at once; a running dispatch is waited for.
-        cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-        summary: `attempt ${s.attempts}/${s.maxAttempts}: ${this.target}`,
+      // Within the stall time, or it is reported; after that, until the deadline.
+      const { dispatch } = this.activities(queue, `attempt ${s.attempts}/${s.maxAttempts}: ${this.target}`, {
+        startWithinMs: watchStall ? this.stallAfterMs! : Infinity,
       });
       const scope = new CancellationScope();
       let settled = false;
@@ -940,20 +932,16 @@ export async function intentWorkflow(spec: IntentSpec, options: IntentWorkflowOp
       await CancellationScope.nonCancellable(async () => {
         const s = run.status;
         // A dispatch the server confirmed cancelled before any worker started it sent nothing: no reservation.
-        if (run.dispatchUnsent && s.phase === Phase.dispatching) s.attempts--;
-        const inFlight = s.phase === Phase.dispatching && !run.dispatchUnsent;
+        const unsent = run.dispatchUnsent && s.phase === Phase.dispatching;
+        if (unsent) s.attempts--;
+        const leftover =
+          s.phase === Phase.dispatching && !unsent
+            ? 'attempt in flight at cancellation'
+            : run.needsInspection
+              ? 'outcome unknown at cancellation'
+              : undefined;
         s.cancelRequested ??= 'cancelled through Temporal';
-        if (inFlight || run.needsInspection)
-          s.reservation ??= reservation(
-            spec.idempotencyKey,
-            s.attempts,
-            inFlight ? 'attempt in flight at cancellation' : 'outcome unknown at cancellation',
-          );
-        s.phase = Phase.cancelled;
-        s.finalReason = s.cancelRequested;
-        s.nextAttemptAt = undefined;
-        run.publish();
-        countEnded(spec.credential, Phase.cancelled);
+        run.recordFinal(Phase.cancelled, s.cancelRequested, leftover);
         return Promise.resolve();
       });
       log.info('intent cancelled through Temporal', { idempotencyKey: spec.idempotencyKey });

@@ -257,12 +257,12 @@ await retryq.close();
       path.join(dir, 'consumer.ts'),
       `import {
   ConfigError,
-  IdempotencyConflict,
-  IntentNotFound,
+  IdempotencyConflictError,
+  IntentNotFoundError,
   IntentValidationError,
   Phase,
   RetryqClient,
-  TemporalUnreachable,
+  TemporalUnreachableError,
   workflowIdOf,
 } from 'retryq';
 import type { IntentInput, IntentOutcome, IntentStatus, Submitted } from 'retryq';
@@ -289,8 +289,9 @@ export async function consume(): Promise<IntentOutcome | undefined> {
     if (status.phase === Phase.waiting) console.log(status.nextAttemptAt);
     return await retryq.result(workflowIdOf(submitted.key).slice('intent:'.length));
   } catch (err) {
-    if (err instanceof IdempotencyConflict || err instanceof IntentValidationError) return undefined;
-    if (err instanceof IntentNotFound || err instanceof ConfigError || err instanceof TemporalUnreachable) throw err;
+    if (err instanceof IdempotencyConflictError || err instanceof IntentValidationError) return undefined;
+    if (err instanceof IntentNotFoundError || err instanceof ConfigError || err instanceof TemporalUnreachableError)
+      throw err;
     throw err;
   } finally {
     await retryq.close();

@@ -5,7 +5,8 @@
  * set through dynamic config). Real time: every wait here is a few seconds at most.
  */
 import { describe, expect, it } from 'vitest';
-import { IdempotencyConflict, workflowIdOf } from '../../src/client.js';
+import { workflowIdOf } from '../../src/client.js';
+import { IdempotencyConflictError } from '../../src/errors.js';
 import type { ScenarioInput } from '../../src/sim/index.js';
 import { CREDENTIAL, SIM_SECRET, expectStableDispatches, ms, useIntentHarness } from '../support/intent-harness.js';
 import type { IntentTest } from '../support/intent-harness.js';
@@ -56,7 +57,7 @@ describe('when the same idempotency key is submitted again (invariant 1)', () =>
     expect(t.sim.sideEffects(input.idempotencyKey)).toBe(1);
   });
 
-  it('rejects a different payload under the key with IdempotencyConflict, while running and after it finished', async () => {
+  it('rejects a different payload under the key with IdempotencyConflictError, while running and after it finished', async () => {
     const t = await h.setup(rateLimitedOnce(1));
     const input = t.intent();
     const otherBody = { ...input, action: { ...input.action, body: { amount: 9999, currency: 'eur' } } };
@@ -65,12 +66,12 @@ describe('when the same idempotency key is submitted again (invariant 1)', () =>
       expect((await t.submit(input)).attached).toBe(false);
       for (const other of [otherBody, otherCredential]) {
         const err = await t.submit(other).catch((e: unknown) => e);
-        expect(err).toBeInstanceOf(IdempotencyConflict);
-        expect((err as IdempotencyConflict).idempotencyKey).toBe(input.idempotencyKey);
+        expect(err).toBeInstanceOf(IdempotencyConflictError);
+        expect((err as IdempotencyConflictError).idempotencyKey).toBe(input.idempotencyKey);
         expect((err as Error).message).toContain(input.idempotencyKey);
       }
       await t.client.result(input.idempotencyKey);
-      await expect(t.submit(otherBody)).rejects.toBeInstanceOf(IdempotencyConflict);
+      await expect(t.submit(otherBody)).rejects.toBeInstanceOf(IdempotencyConflictError);
     });
     // The conflicting submits changed nothing: the original payload went out, twice (429, then success).
     expectStableDispatches(t, input, 2);
@@ -193,7 +194,7 @@ describe('when Temporal suggests continue-as-new', () => {
       // The memo (payload fingerprint) went along: the same payload still attaches, another one still conflicts.
       expect((await t.submit(input)).attached).toBe(true);
       await expect(t.submit({ ...input, action: { ...input.action, body: { amount: 1 } } })).rejects.toBeInstanceOf(
-        IdempotencyConflict,
+        IdempotencyConflictError,
       );
       return result;
     });

@@ -146,7 +146,9 @@ describe('when no worker starts a dispatch', () => {
       const input = t.intent({ idempotencyKey: t.newKey('lost'), policy: { attemptTimeout: '2s' } });
       await rq.submit(input);
       const key = input.idempotencyKey;
-      await eventually('the attempt reaching the provider', async () => (t.dispatches(key).length ? true : undefined));
+      await eventually('the attempt reaching the provider', () =>
+        Promise.resolve(t.dispatches(key).length ? true : undefined),
+      );
       await rq.cancel(key, 'changed my mind');
       const outcome = await rq.result(key);
       expect(outcome).toMatchObject({ phase: 'cancelled', attempts: 1 });

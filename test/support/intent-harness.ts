@@ -40,10 +40,7 @@ import { RetryqClient, workflowIdOf } from '../../src/client.js';
 import type { Submitted } from '../../src/client.js';
 import type { RetryqConfig, WorkerTuning } from '../../src/config.js';
 import type { IntentInput, IntentStatus } from '../../src/intent.js';
-import { RetryqTestEnvironment, createDevServerEnvironment, createTimeSkippingEnvironment } from '../../src/testing.js';
-import { resolveTemporalCli } from '../../src/temporal/binaries.js';
-import { registerSearchAttributes } from '../../src/temporal/register-search-attributes.js';
-import { startDevServer } from '../../src/temporal/server-process.js';
+import { createDevServerEnvironment, createTimeSkippingEnvironment } from '../../src/testing.js';
 import { createWorkers, intentWorkflowBundle } from '../../src/worker.js';
 import type { RetryqWorkers } from '../../src/worker.js';
 import { startProviderSim } from '../../src/sim/index.js';
@@ -175,20 +172,6 @@ export interface IntentHarness {
   setup(scenario?: ScenarioInput): Promise<IntentTest>;
 }
 
-/** Starts a dev server with extra `temporal server start-dev` arguments (e.g. dynamic config), like `createDevServerEnvironment`. */
-async function devServerWith(extraArgs: string[]): Promise<TestWorkflowEnvironment> {
-  const cli = await resolveTemporalCli();
-  if (!cli.path) throw new Error('no local Temporal CLI to start a dev server with extra arguments');
-  const env = await RetryqTestEnvironment.attach(await startDevServer({ cliPath: cli.path, extraArgs }), false);
-  try {
-    await registerSearchAttributes(env.connection, env.namespace ?? 'default');
-  } catch (err) {
-    await env.teardown();
-    throw err;
-  }
-  return env;
-}
-
 export interface HarnessOptions {
   /** Extra `temporal server start-dev` arguments (dev server only). */
   devServerArgs?: string[];
@@ -204,9 +187,7 @@ export function useIntentHarness(kind: HarnessKind = 'time-skipping', options: H
     [env, bundle] = await Promise.all([
       kind === 'time-skipping'
         ? createTimeSkippingEnvironment()
-        : options.devServerArgs
-          ? devServerWith(options.devServerArgs)
-          : createDevServerEnvironment(),
+        : createDevServerEnvironment(options.devServerArgs ? { extraArgs: options.devServerArgs } : {}),
       intentWorkflowBundle(),
     ]);
   });

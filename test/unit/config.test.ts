@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, resolveSecrets } from '../../src/config.js';
+import { loadConfig, resolveSecrets } from '../../src/config.js';
+import { ConfigError } from '../../src/errors.js';
 
 const creds = (v: unknown) => ({ RETRYQ_CREDENTIALS: JSON.stringify(v) });
 
@@ -73,7 +74,7 @@ describe('loadConfig with credentials', () => {
       RETRYQ_DEV_PORT: '70000',
       RETRYQ_DEFAULT_DEADLINE: 'tomorrow',
     });
-    const byVar = Object.fromEntries(problems.map((p) => [p.variable, p]));
+    const byVar = Object.fromEntries(problems.map((p) => [p.path, p]));
     expect(Object.keys(byVar).sort()).toEqual(
       [
         'RETRYQ_CREDENTIALS[0].id',
@@ -84,9 +85,9 @@ describe('loadConfig with credentials', () => {
         'RETRYQ_DEFAULT_DEADLINE',
       ].sort(),
     );
-    expect(byVar['RETRYQ_CREDENTIALS[0].id']?.value).toBe('"Bad Id"');
-    expect(byVar['RETRYQ_DEV_PORT']?.rule).toContain('1 to 65535');
-    expect(byVar['RETRYQ_DEFAULT_DEADLINE']?.rule).toContain("'30s'");
+    expect(byVar['RETRYQ_CREDENTIALS[0].id']?.received).toBe('Bad Id');
+    expect(byVar['RETRYQ_DEV_PORT']?.message).toContain('1 to 65535');
+    expect(byVar['RETRYQ_DEFAULT_DEADLINE']?.message).toContain("'30s'");
   });
 
   it('explains a budget that cannot work: the inspection reserve must leave dispatch a positive rate', () => {
@@ -97,13 +98,13 @@ describe('loadConfig with credentials', () => {
         { id: 'c', secretEnv: 'C_KEY', requestsPerMinute: 1 },
       ]),
     );
-    const byVar = Object.fromEntries(problems.map((p) => [p.variable, p]));
-    expect(byVar['RETRYQ_CREDENTIALS[0].inspectReserve']?.rule).toBe(
+    const byVar = Object.fromEntries(problems.map((p) => [p.path, p]));
+    expect(byVar['RETRYQ_CREDENTIALS[0].inspectReserve']?.message).toBe(
       'inspectReserve 10 reserves 10 of the 10 requests per minute for inspections, leaving dispatch 0; reserve less ' +
         '(at most 9 per minute, or a share below 0.950) or raise requestsPerMinute',
     );
-    expect(byVar['RETRYQ_CREDENTIALS[1].inspectReserve']?.rule).toContain('must be a whole number');
-    expect(byVar['RETRYQ_CREDENTIALS[2].requestsPerMinute']?.rule).toContain('at least 2');
+    expect(byVar['RETRYQ_CREDENTIALS[1].inspectReserve']?.message).toContain('must be a whole number');
+    expect(byVar['RETRYQ_CREDENTIALS[2].requestsPerMinute']?.message).toContain('at least 2');
     expect(Object.keys(byVar)).toHaveLength(3);
   });
 
@@ -111,19 +112,20 @@ describe('loadConfig with credentials', () => {
     expect(loadConfig({}).metricsPort).toBeUndefined();
     expect(loadConfig({ RETRYQ_METRICS_PORT: '0' }).metricsPort).toBe(0);
     expect(loadConfig({ RETRYQ_METRICS_PORT: '9100' }).metricsPort).toBe(9100);
-    expect(problemsOf({ RETRYQ_METRICS_PORT: 'x' })[0]?.variable).toBe('RETRYQ_METRICS_PORT');
+    expect(problemsOf({ RETRYQ_METRICS_PORT: 'x' })[0]?.path).toBe('RETRYQ_METRICS_PORT');
   });
 
   it('rejects malformed JSON with an example of the expected shape', () => {
     const [p] = problemsOf({ RETRYQ_CREDENTIALS: '[{id: acme}]' });
-    expect(p?.variable).toBe('RETRYQ_CREDENTIALS');
-    expect(p?.rule).toContain('JSON array');
+    expect(p?.path).toBe('RETRYQ_CREDENTIALS');
+    expect(p?.message).toContain('JSON array');
   });
 
   it('rejects unknown fields such as an inline secret, without echoing other fields', () => {
     const problems = problemsOf(creds([{ id: 'a', secretEnv: 'A_KEY', secret: 'sk_live_123' }]));
-    expect(problems[0]?.variable).toBe('RETRYQ_CREDENTIALS[0]');
-    expect(problems[0]?.rule).toMatch(/secret/);
+    expect(problems[0]?.path).toBe('RETRYQ_CREDENTIALS[0]');
+    expect(problems[0]?.message).toMatch(/secret/);
+    expect(JSON.stringify(problems)).not.toContain('sk_live_123');
   });
 
   it('rejects duplicate credential ids', () => {
@@ -133,7 +135,7 @@ describe('loadConfig with credentials', () => {
         { id: 'a', secretEnv: 'B' },
       ]),
     );
-    expect(problems).toEqual([{ variable: 'RETRYQ_CREDENTIALS[1].id', value: 'a', rule: 'must be unique' }]);
+    expect(problems).toEqual([{ path: 'RETRYQ_CREDENTIALS[1].id', message: 'must be unique', received: 'a' }]);
   });
 });
 
@@ -159,7 +161,7 @@ describe('resolveSecrets', () => {
       resolveSecrets(config.credentials, { A_KEY: 'sk_live_visible?' });
       throw new Error('expected ConfigError');
     } catch (err) {
-      expect((err as ConfigError).problems.map((p) => p.variable)).toEqual(['B_KEY']);
+      expect((err as ConfigError).problems.map((p) => p.path)).toEqual(['B_KEY']);
       expect((err as Error).message).not.toContain('sk_live_visible?');
     }
   });
@@ -178,21 +180,21 @@ describe('loadConfig worker sizing', () => {
 
   it('names the variable, the value and the rule for every bad value', () => {
     expect(problemsOf({ RETRYQ_MAX_CACHED_WORKFLOWS: 'lots', RETRYQ_WORKFLOW_TASK_CONCURRENCY: '1.5' })).toEqual([
-      { variable: 'RETRYQ_MAX_CACHED_WORKFLOWS', value: 'lots', rule: 'must be a whole number' },
-      { variable: 'RETRYQ_WORKFLOW_TASK_CONCURRENCY', value: '1.5', rule: 'must be a whole number' },
+      { path: 'RETRYQ_MAX_CACHED_WORKFLOWS', message: 'must be a whole number', received: 'lots' },
+      { path: 'RETRYQ_WORKFLOW_TASK_CONCURRENCY', message: 'must be a whole number', received: '1.5' },
     ]);
     expect(problemsOf({ RETRYQ_MAX_CACHED_WORKFLOWS: '1' })).toEqual([
       {
-        variable: 'RETRYQ_MAX_CACHED_WORKFLOWS',
-        value: '1',
-        rule: 'must be 0 (no cache: every workflow task replays) or at least 2',
+        path: 'RETRYQ_MAX_CACHED_WORKFLOWS',
+        received: '1',
+        message: 'must be 0 (no cache: every workflow task replays) or at least 2',
       },
     ]);
     expect(problemsOf({ RETRYQ_MAX_CACHED_WORKFLOWS: '20', RETRYQ_WORKFLOW_TASK_CONCURRENCY: '40' })).toEqual([
       {
-        variable: 'RETRYQ_WORKFLOW_TASK_CONCURRENCY',
-        value: '40',
-        rule: 'must not exceed the cache size (20): a running workflow task needs its workflow in the cache',
+        path: 'RETRYQ_WORKFLOW_TASK_CONCURRENCY',
+        received: '40',
+        message: 'must not exceed the cache size (20): a running workflow task needs its workflow in the cache',
       },
     ]);
   });

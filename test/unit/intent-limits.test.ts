@@ -4,7 +4,7 @@
 import { Client } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { RetryqClient } from '../../src/client.js';
-import { IntentValidationError } from '../../src/errors.js';
+import { ConfigError, IntentValidationError } from '../../src/errors.js';
 import type { IntentInput } from '../../src/intent.js';
 import { defaultIntentLimits, describeBytes, limitProblems, sizeProblems } from '../../src/intent-limits.js';
 
@@ -12,13 +12,12 @@ import { defaultIntentLimits, describeBytes, limitProblems, sizeProblems } from 
 const client = (options: Partial<ConstructorParameters<typeof RetryqClient>[0]> = {}) =>
   new RetryqClient({ client: Object.create(Client.prototype) as Client, ...options });
 
-const intent = (action: Record<string, unknown>): IntentInput =>
-  ({
-    idempotencyKey: 'order-1',
-    credential: 'acme-prod',
-    action: { method: 'POST', url: 'https://api.example.com/v1/charges', ...action },
-    inspection: { url: 'https://api.example.com/v1/operations/{idempotencyKey}' },
-  }) as IntentInput;
+const intent = (action: Record<string, unknown>): IntentInput => ({
+  idempotencyKey: 'order-1',
+  credential: 'acme-prod',
+  action: { method: 'POST', url: 'https://api.example.com/v1/charges', ...action },
+  inspection: { url: 'https://api.example.com/v1/operations/{idempotencyKey}' },
+});
 
 function problemsOf(rq: RetryqClient, input: unknown) {
   try {
@@ -64,6 +63,7 @@ describe('intent size limits', () => {
     expect(limitProblems({ maxBodyBytes: 4 * 1024 * 1024 })[0]?.message).toBe(
       'must be a whole number of bytes from 1 to 1,048,576 bytes (1 MiB)',
     );
+    expect(() => client({ limits: { maxBodyBytes: 0 } })).toThrow(ConfigError);
     expect(() => client({ limits: { maxBodyBytes: 0 } })).toThrow(/limits\.maxBodyBytes/);
     expect(sizeProblems('not an intent', defaultIntentLimits)).toEqual([]);
   });

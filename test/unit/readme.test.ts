@@ -2,7 +2,7 @@
  * The README is the newcomer's path and docs/ the reference: these tests keep both from drifting away from the
  * code. (The README's first intent is also run for real against `retryq dev`: test/e2e/first-intent.test.ts.)
  */
-import { readFile } from 'node:fs/promises';
+import { readFile, readdir } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { CONFIG_VARIABLES, loadConfig } from '../../src/config.js';
 import { DEMO_CREDENTIAL } from '../../src/demo/scenario.js';
@@ -65,5 +65,13 @@ describe('the README', () => {
     const readme = await read('README.md');
     const headings = [...readme.matchAll(/^## (.+)$/gm)].map((m) => m[1]);
     expect(headings).toEqual(['Quick start', 'Your first intent', 'Guarantees', 'Documentation']);
+  });
+
+  it('draws every room of src/ in the development page', async () => {
+    const picture = /```text\n([\s\S]*?)```/.exec(await read('docs/development.md'))?.[1] ?? '';
+    for (const entry of await readdir(new URL('src/', root), { withFileTypes: true })) {
+      const room = `src/${entry.name}${entry.isDirectory() ? '/' : ''}`;
+      expect(picture, `the room picture names ${room}`).toContain(room);
+    }
   });
 });

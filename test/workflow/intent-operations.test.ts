@@ -5,7 +5,8 @@
  */
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { describe, expect, it, vi } from 'vitest';
-import { IntentAlreadyEnded, IntentNotFound, IntentValidationError, workflowIdOf } from '../../src/client.js';
+import { workflowIdOf } from '../../src/client.js';
+import { IntentAlreadyEndedError, IntentNotFoundError, IntentValidationError } from '../../src/errors.js';
 import { IntentFailureType } from '../../src/failures.js';
 import type { IntentInput, IntentOutcome } from '../../src/intent.js';
 import {
@@ -212,12 +213,12 @@ describe('secrets (invariant 9)', () => {
     for (const [input, path] of attempts) {
       const err = await t.submit(input).catch((e: unknown) => e);
       expect(err, path).toBeInstanceOf(IntentValidationError);
-      const issues = (err as IntentValidationError).issues;
+      const issues = (err as IntentValidationError).problems;
       expect(issues.map((i) => i.path)).toContain(path);
       expect((err as Error).message).not.toContain('sk_live_leak');
       expect(JSON.stringify(issues)).not.toContain('sk_live_leak');
     }
-    await expect(t.client.status(base.idempotencyKey)).rejects.toBeInstanceOf(IntentNotFound);
+    await expect(t.client.status(base.idempotencyKey)).rejects.toBeInstanceOf(IntentNotFoundError);
   });
 });
 
@@ -278,8 +279,8 @@ describe('input validation', () => {
     for (const [input, path, message] of cases) {
       const err = await t.submit(input).catch((e: unknown) => e);
       expect(err, path).toBeInstanceOf(IntentValidationError);
-      const issue = (err as IntentValidationError).issues.find((i) => i.path === path);
-      expect(issue, `${path} in ${JSON.stringify((err as IntentValidationError).issues)}`).toBeDefined();
+      const issue = (err as IntentValidationError).problems.find((i) => i.path === path);
+      expect(issue, `${path} in ${JSON.stringify((err as IntentValidationError).problems)}`).toBeDefined();
       expect(issue?.message).toMatch(message);
       expect((err as Error).message).toContain(path);
     }
@@ -358,7 +359,7 @@ describe('when an operator cancels', () => {
 });
 
 describe('when an operator acts on an intent that already ended', () => {
-  it('says it ended (still an IntentNotFound for callers), and an unknown key says it does not exist', async () => {
+  it('says it ended (still an IntentNotFoundError for callers), and an unknown key says it does not exist', async () => {
     const t = await h.setup();
     const input = t.intent();
     await t.run(async () => {
@@ -369,14 +370,14 @@ describe('when an operator acts on an intent that already ended', () => {
         () => t.client.retryNow(input.idempotencyKey),
       ]) {
         const err = await act().catch((e: unknown) => e);
-        expect(err).toBeInstanceOf(IntentAlreadyEnded);
-        expect(err).toBeInstanceOf(IntentNotFound);
-        expect((err as IntentAlreadyEnded).phase).toBe('succeeded');
+        expect(err).toBeInstanceOf(IntentAlreadyEndedError);
+        expect(err).toBeInstanceOf(IntentNotFoundError);
+        expect((err as IntentAlreadyEndedError).phase).toBe('succeeded');
         expect((err as Error).message).toContain('has already ended (succeeded)');
       }
       const unknown = await t.client.cancel(t.newKey(), 'never existed').catch((e: unknown) => e);
-      expect(unknown).toBeInstanceOf(IntentNotFound);
-      expect(unknown).not.toBeInstanceOf(IntentAlreadyEnded);
+      expect(unknown).toBeInstanceOf(IntentNotFoundError);
+      expect(unknown).not.toBeInstanceOf(IntentAlreadyEndedError);
     });
     expect(await t.client.result(input.idempotencyKey)).toMatchObject({ phase: 'succeeded' });
     expectStableDispatches(t, input, 1);

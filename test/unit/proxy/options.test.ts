@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { readRequestControls } from '../../../src/proxy/options.js';
+import { readRequestControls } from '../../../src/proxy/request-controls.js';
 import { ProxyConfigError, resolveProxyOptions, resolveRetryOptions } from '../../../src/proxy/index.js';
 import { forwardedRequestHeaders, forwardedResponseHeaders } from '../../../src/proxy/headers.js';
-import { hasDotSegment } from '../../../src/proxy/server.js';
+import { hasDotSegment } from '../../../src/proxy/handler.js';
 
 function issuesOf(options: unknown): { path: string; message: string }[] {
   try {
     resolveProxyOptions(options);
   } catch (err) {
-    if (err instanceof ProxyConfigError) return [...err.issues];
+    if (err instanceof ProxyConfigError) return [...err.problems];
     throw err;
   }
   return [];
@@ -126,7 +126,7 @@ describe('readRequestControls', () => {
     const read = readRequestControls(['Retryq-Max-Retries', '1', 'Retryq-Max-Retries', '2'], defaults);
     expect(read).toEqual({
       ok: false,
-      problem: { header: 'Retryq-Max-Retries', got: '2', rule: 'must appear at most once' },
+      problem: { path: 'Retryq-Max-Retries', received: '2', message: 'must appear at most once' },
     });
   });
 });

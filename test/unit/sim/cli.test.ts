@@ -48,10 +48,10 @@ describe('provider-sim flags', () => {
   });
 
   it.each([
-    [['--port', 'abc'], /--port expects an integer from 0 to 65535, got 'abc'/],
+    [['--port', 'abc'], /--port expects an integer from 0 to 65535 \(got "abc"\)/],
     [['--port', '70000'], /--port expects an integer/],
     [['--rate-limit-per-minute', '0'], /--rate-limit-per-minute expects an integer from 1/],
-    [['--retry-after-format', 'minutes'], /--retry-after-format expects 'seconds' or 'http-date', got 'minutes'/],
+    [['--retry-after-format', 'minutes'], /--retry-after-format expects 'seconds' or 'http-date' \(got "minutes"\)/],
     [['--webhook-url', 'nope'], /--webhook-url expects an http/],
     [['--colour'], /Unknown option '--colour'/],
     [['extra'], /Unexpected argument 'extra'/],
@@ -77,7 +77,9 @@ describe('runProviderSimCli', () => {
       const file = join(dir, 'bad.yaml');
       await writeFile(file, 'retryAfterFormat: minutes\n');
       expect(await runProviderSimCli(['--scenario', file], io)).toBe(2);
-      expect(err.pop()).toMatch(/bad\.yaml:\n {2}- retryAfterFormat: .*"seconds"\|"http-date"; got "minutes"/);
+      expect(err.pop()).toMatch(
+        /bad\.yaml \(1 problem\):\n {2}- retryAfterFormat: .*"seconds"\|"http-date" \(got "minutes"\)/,
+      );
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

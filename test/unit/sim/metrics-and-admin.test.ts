@@ -100,8 +100,8 @@ describe('admin endpoints under /_sim/', () => {
     expect(bad.status).toBe(400);
     expect(bad.json.error?.code).toBe('invalid_scenario');
     expect(bad.json.error?.message).toContain('retryAfterFormat');
-    expect((bad.json.error as unknown as { issues: unknown[] }).issues).toEqual([
-      { path: 'retryAfterFormat', message: expect.stringContaining('"http-date"') as unknown, value: 'minutes' },
+    expect((bad.json.error as unknown as { problems: unknown[] }).problems).toEqual([
+      { path: 'retryAfterFormat', message: expect.stringContaining('"http-date"') as unknown, received: 'minutes' },
     ]);
     expect(sim.scenario().rateLimitPerMinute).toBe(1);
   });

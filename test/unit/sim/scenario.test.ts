@@ -11,11 +11,11 @@ import {
   scenarioSchema,
 } from '../../../src/sim/index.js';
 
-function issuesOf(input: unknown): Array<{ path: string; message: string; value: unknown }> {
+function issuesOf(input: unknown): Array<{ path: string; message: string; received?: unknown }> {
   try {
     parseScenario(input);
   } catch (error) {
-    if (isScenarioError(error)) return [...error.issues];
+    if (isScenarioError(error)) return [...error.problems];
     throw error;
   }
   throw new Error('expected the scenario to be rejected');
@@ -117,11 +117,11 @@ describe('scenario validation errors', () => {
     [{ kyes: [] }, 'kyes', [], 'allowed fields: keys, rateLimitPerMinute'],
     [{ webhookUrl: 'ftp://x' }, 'webhookUrl', 'ftp://x', 'http:// or https://'],
     [{ bursts: [{ afterMs: 0, durationMs: 0 }] }, 'bursts[0].durationMs', 0, '>=1'],
-    ['hello', '(root)', 'hello', 'expected object'],
+    ['hello', '', 'hello', 'expected object'],
   ])('name the field, the value and what is allowed for %j', (input, path, value, allowed) => {
     const issues = issuesOf(input);
     expect(issues).toHaveLength(1);
-    expect(issues[0]).toEqual({ path, value, message: expect.stringContaining(allowed) as unknown });
+    expect(issues[0]).toEqual({ path, received: value, message: expect.stringContaining(allowed) as unknown });
   });
 
   it('list every problem at once in the error message', () => {
@@ -134,8 +134,8 @@ describe('scenario validation errors', () => {
       return undefined;
     })();
     expect(error).toBeInstanceOf(ScenarioError);
-    expect((error as Error).message).toMatch(/rateLimitPerMinute: .*; got 0/);
-    expect((error as Error).message).toMatch(/retryAfterFormat: .*; got "x"/);
+    expect((error as Error).message).toMatch(/rateLimitPerMinute: .* \(got 0\)/);
+    expect((error as Error).message).toMatch(/retryAfterFormat: .* \(got "x"\)/);
   });
 });
 
@@ -165,13 +165,13 @@ describe('loadScenarioFile', () => {
   it('names the file and the field when the file holds an invalid scenario', async () => {
     const file = join(dir, 'bad.yml');
     await writeFile(file, 'rules:\n  - steps: [{ status: 700 }]\n');
-    await expect(loadScenarioFile(file)).rejects.toThrow(`Invalid ${file}:\n  - rules[0].steps[0].status`);
+    await expect(loadScenarioFile(file)).rejects.toThrow(`Invalid ${file} (1 problem):\n  - rules[0].steps[0].status`);
   });
 
   it('reports a syntax error as a ScenarioError naming the file', async () => {
     const file = join(dir, 'broken.json');
     await writeFile(file, '{ "keys": [ }');
-    await expect(loadScenarioFile(file)).rejects.toThrow(/broken\.json:\n {2}- \(root\): not valid JSON/);
+    await expect(loadScenarioFile(file)).rejects.toThrow(/broken\.json \(1 problem\):\n {2}- \(root\): not valid JSON/);
   });
 
   it('accepts the example scenario shipped with the simulator', async () => {
