@@ -287,6 +287,8 @@ async function withClient<T>(config: RetryqConfig, fn: (rq: RetryqClient) => Pro
         taskQueuePrefix: config.taskQueuePrefix,
         defaultDeadlineMs: config.intents.defaultDeadlineMs,
         maxDeadlineMs: config.intents.maxDeadlineMs,
+        limits: config.intents.limits,
+        stalledDispatchAfterMs: config.intents.stalledDispatchAfterMs,
         knownCredentials: config.credentials.map((c) => c.id),
       }),
     );

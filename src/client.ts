@@ -175,6 +175,8 @@ export class RetryqClient {
     const rq = new RetryqClient({
       defaultDeadlineMs: config.intents.defaultDeadlineMs,
       maxDeadlineMs: config.intents.maxDeadlineMs,
+      limits: config.intents.limits,
+      stalledDispatchAfterMs: config.intents.stalledDispatchAfterMs,
       knownCredentials: config.credentials.map((c) => c.id),
       ...rest,
       client,

@@ -14,6 +14,7 @@
  * ```
  */
 import { ServiceError, isGrpcServiceError } from '@temporalio/client';
+import { NamespaceNotFoundError } from '@temporalio/common';
 import { TemporalRequestError } from '../errors.js';
 
 /** gRPC status names by number (the ones Temporal answers with). */
@@ -76,6 +77,17 @@ function grpcErrorOf(err: unknown): { code: number; details: string } | undefine
  */
 export function translateTemporalError(err: unknown, doing: string): unknown {
   if (err instanceof TemporalRequestError) return err;
+  // The SDK turns the server's NOT_FOUND for a namespace into its own error (the server's words are in its message).
+  if (err instanceof NamespaceNotFoundError)
+    return new TemporalRequestError(
+      doing,
+      'NOT_FOUND',
+      err.message.replace(/\.$/, ''),
+      adviceFor('NOT_FOUND', 'namespace'),
+      {
+        cause: err,
+      },
+    );
   const grpc = grpcErrorOf(err);
   if (grpc) {
     const status = GRPC_STATUS[grpc.code] ?? `gRPC status ${grpc.code}`;
