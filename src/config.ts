@@ -31,6 +31,10 @@ import type { IntentLimits } from './intent-limits.js';
 import { budgetProblem, splitBudget } from './policy/index.js';
 import type { BudgetSplit } from './policy/index.js';
 import { stateRoot } from './temporal/binaries.js';
+import { retryqWords } from './validation-words.js';
+
+/** Validation messages in retryq's words; the value found is in each problem's `received`. */
+const wordsBesideReceived = retryqWords({ sayFound: false });
 
 const envVarPattern = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -365,7 +369,7 @@ function loadWorkerTuning(raw: (name: string) => string | undefined, problems: P
     } else input[field] = Number(text);
   }
   if (!readable) return { ...defaultWorkerTuning };
-  const parsed = workerTuningSchema.safeParse(input);
+  const parsed = workerTuningSchema.safeParse(input, { error: wordsBesideReceived });
   if (parsed.success) return parsed.data;
   for (const issue of parsed.error.issues) {
     const variable = workerTuningVariables[issue.path[0] as keyof WorkerTuning];
@@ -392,7 +396,7 @@ function parseCredentials(text: string | undefined, problems: Problem[]): Creden
     });
     return [];
   }
-  const parsed = z.array(credentialSchema).safeParse(json);
+  const parsed = z.array(credentialSchema).safeParse(json, { error: wordsBesideReceived });
   if (!parsed.success) {
     problems.push(...problemsFromZod(parsed.error, { input: json, received: true, prefix: variable }));
     return [];

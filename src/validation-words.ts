@@ -70,10 +70,21 @@ function sizeWords(origin: string, bound: number | bigint, inclusive: boolean | 
 }
 
 /**
- * The message of one validation issue, in retryq's words. Returns `undefined` for an issue that already carries a
- * message of its own (a schema's custom wording).
+ * The messages of validation issues, in retryq's words; `sayFound: false` leaves out "(got …)" for boundaries that
+ * report the value found in the problem's `received` already. The map returns `undefined` for an issue a schema
+ * words itself.
  */
-export const inRetryqWords = (issue: z.core.$ZodRawIssue): string | undefined => {
+export function retryqWords(options: { sayFound: boolean }): (issue: z.core.$ZodRawIssue) => string | undefined {
+  return (issue) => {
+    const message = wordsFor(issue);
+    return message === undefined || options.sayFound ? message : message.replace(/ \(got [^)]*\)$/, '');
+  };
+}
+
+/** The message of one validation issue in retryq's words, with what was found. */
+export const inRetryqWords = retryqWords({ sayFound: true });
+
+function wordsFor(issue: z.core.$ZodRawIssue): string | undefined {
   const input = issue.input;
   switch (issue.code) {
     case 'invalid_type': {
@@ -114,4 +125,4 @@ export const inRetryqWords = (issue: z.core.$ZodRawIssue): string | undefined =>
     default:
       return undefined;
   }
-};
+}
