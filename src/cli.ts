@@ -14,6 +14,7 @@
  * retryq credentials resume <id>   lift a credential's quota block and wake its waiting intents
  * retryq proxy --upstream NAME=URL  synchronous retrying proxy for idempotent reads
  * retryq sim [--scenario FILE]      the simulated provider
+ * retryq webhooks [--port N]        the webhook receiver (POST /webhooks/<source>)
  * retryq doctor                    which Temporal binaries are used, and their versions
  * ```
  * Every command that reads takes `--json`. Exit codes: 0 ok, 1 failure, 2 usage or invalid intent, 3 no such
@@ -30,9 +31,10 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
 import { RetryqClient, isFinal } from './client.js';
-import { loadConfig, resolveSecrets } from './config.js';
+import { loadConfig, resolveSecrets, resolveWebhookSecrets } from './config.js';
 import type { RetryqConfig } from './config.js';
 import { startDev } from './dev.js';
+import { describeWebhookEntry } from './intent.js';
 import { untilStopped } from './stop-signals.js';
 import type { IntentInput, IntentStatus } from './intent.js';
 import { evidenceText } from './policy/index.js';
@@ -54,9 +56,22 @@ import { installRuntime } from './temporal/runtime.js';
 import { assertPortFree, freePort } from './temporal/server-process.js';
 import { createWorkers } from './worker.js';
 import { runDemo } from './demo/run.js';
-import { DEMO_API_KEY, DEMO_CREDENTIAL, defaultDemoSize, demoCredential, demoScenario } from './demo/scenario.js';
+import {
+  DEMO_API_KEY,
+  DEMO_CREDENTIAL,
+  DEMO_WEBHOOK_SECRET,
+  DEMO_WEBHOOK_SOURCE,
+  defaultDemoSize,
+  demoCredential,
+  demoScenario,
+  demoWebhookSource,
+} from './demo/scenario.js';
 import { runProviderSimCli, startProviderSim } from './sim/index.js';
 import { proxyCommand } from './proxy/command.js';
+import { webhooksCommand } from './webhooks/command.js';
+import { WebhookReceiver } from './webhooks/receiver.js';
+import { startWebhookServer } from './webhooks/server.js';
+import type { WebhookServer } from './webhooks/server.js';
 import { LoadMetrics, serveMetrics } from './load-control/metrics.js';
 import {
   credentialLine,
@@ -126,6 +141,9 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
   const metricsPort = config.metricsPort ?? DEFAULT_METRICS_PORT;
   const sdkMetricsAddress = await sdkMetricsAddressFor(metricsPort);
   installRuntime({ level: 'INFO', coreLevel: 'WARN', logFile, sdkMetricsAddress });
+  const webhookSecrets = new Map<string, readonly string[]>(resolveWebhookSecrets(config.webhooks.sources));
+  if (config.webhooks.sources.length > 0)
+    await assertPortFree(config.webhooks.ip, config.webhooks.port, 'webhook receiver, RETRYQ_WEBHOOK_PORT');
   let sim: Awaited<ReturnType<typeof startProviderSim>> | undefined;
   if (withDemo) {
     await assertPortFree('127.0.0.1', config.dev.simPort, 'simulated provider, RETRYQ_DEV_SIM_PORT');
@@ -134,6 +152,11 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
   const devConfig = sim ? { ...config, credentials: [...config.credentials, demoCredential()] } : config;
   const secrets = new Map(resolveSecrets(config.credentials));
   if (sim) secrets.set(DEMO_CREDENTIAL, DEMO_API_KEY);
+  const webhookSources = [...config.webhooks.sources];
+  if (sim) {
+    webhookSources.push(demoWebhookSource());
+    webhookSecrets.set(DEMO_WEBHOOK_SOURCE, [DEMO_WEBHOOK_SECRET]);
+  }
   let dev: Awaited<ReturnType<typeof startDev>>;
   const metrics = await startMetrics(metricsPort, sdkMetricsAddress);
   try {
@@ -142,6 +165,32 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
     await sim?.close();
     await metrics.close();
     throw err;
+  }
+  // The webhook receiver: on the configured port when sources are configured, else (demo only) on a free port.
+  let hooks: WebhookServer | undefined;
+  let receiver: WebhookReceiver | undefined;
+  if (webhookSources.length > 0) {
+    try {
+      receiver = new WebhookReceiver({
+        client: dev.client,
+        sources: webhookSources,
+        secrets: webhookSecrets,
+        taskQueuePrefix: config.taskQueuePrefix,
+        maxBodyBytes: config.webhooks.maxBodyBytes,
+        temporalTimeoutMs: config.webhooks.temporalTimeoutMs,
+        onError: (message, err) => io.err(`webhooks: ${message}: ${err instanceof Error ? err.message : String(err)}`),
+      });
+      hooks = await startWebhookServer({
+        receiver,
+        host: config.webhooks.ip,
+        port: config.webhooks.sources.length > 0 ? config.webhooks.port : 0,
+      });
+    } catch (err) {
+      await dev.stop();
+      await sim?.close();
+      throw err;
+    }
+    sim?.updateScenario({ webhookUrl: `${hooks.url}/webhooks/${DEMO_WEBHOOK_SOURCE}` });
   }
   const lines = [
     '',
@@ -153,6 +202,9 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
         ? `, ${config.taskQueuePrefix}.{actions,inspect}.{${devConfig.credentials.map((c) => c.id).join(',')}}`
         : ''),
     sim ? `  Simulated provider: ${sim.url} (metrics: ${sim.url}/_sim/metrics)` : undefined,
+    hooks
+      ? `  Webhooks:      ${webhookSources.map((s) => `${hooks.url}/webhooks/${s.name}`).join(', ')} (metrics: ${hooks.url}/metrics)`
+      : undefined,
     `  Worker log:    ${logFile}`,
     '  Stop with Ctrl-C (drains the workers, then stops the server).',
     '',
@@ -184,6 +236,7 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
       out: (t) => process.stdout.write(t),
       tty: Boolean(process.stdout.isTTY),
       signal: stopDemo.signal,
+      ...(receiver ? { webhooks: receiver.metrics } : {}),
       loadControl: async () => {
         const [row] = await credentialsReport({
           client: dev.client,
@@ -207,6 +260,7 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
   const first = await Promise.race([untilStopped({ exitOnSecondSignal: true }).then(() => 'signal' as const), failed]);
   stopDemo.abort();
   io.err(first === 'signal' ? 'Stopping: draining workers…' : 'The workers stopped; shutting down…');
+  await hooks?.close();
   await dev.stop();
   await sim?.close();
   await metrics.close();
@@ -408,6 +462,11 @@ export function formatStatus(s: IntentStatus): string {
     lines.push('log:');
     for (const a of s.attemptLog) {
       const e = a.evidence;
+      if (a.kind === 'webhook' && a.webhook) {
+        const ignored = e.decision.endsWith('_ignored') ? ' (ignored: the intent was already settled)' : '';
+        lines.push(`  ${a.startedAt}  ${describeWebhookEntry(a.webhook)} (from ${a.webhook.source})${ignored}`);
+        continue;
+      }
       lines.push(
         `  ${a.startedAt}  ${a.kind === 'dispatch' ? `attempt ${a.attempt}` : `inspect ${a.attempt}`}  ` +
           `${evidenceText(e)} → ${e.decision}` +
@@ -583,6 +642,8 @@ const COMMANDS: Record<string, (argv: string[], config: RetryqConfig) => Promise
   cancel: cmdCancel,
   'retry-now': cmdRetryNow,
   credentials: cmdCredentials,
+  webhooks: (argv, config) =>
+    webhooksCommand(argv, config, { out: io.out, err: io.err, untilSignal: () => untilStopped() }),
 };
 
 const HELP = `retryq — a durable retry queue for outbound API actions, on Temporal
@@ -598,6 +659,7 @@ Commands:
   credentials  load control per credential (budget, gate, block); \`credentials resume ID\` lifts a block
   proxy        synchronous retrying proxy for idempotent reads (see \`retryq proxy --help\`)
   sim          the simulated provider (see \`retryq sim --help\`)
+  webhooks     the webhook receiver (see \`retryq webhooks --help\`)
   doctor       show the Temporal binaries in use
   version      the installed retryq version (also --version)
 

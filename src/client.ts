@@ -338,19 +338,27 @@ export class RetryqClient {
     return { key: spec.idempotencyKey, workflowId, attached: true };
   }
 
-  /** Throws {@link CredentialNotServedError} when no live worker polls the credential's dispatch queue. */
+  /**
+   * Throws {@link CredentialNotServedError} when no live worker polls the credential's dispatch queue. A worker that
+   * has just started may not have polled yet: a "no" is asked once more, half a second later, before it stands.
+   */
   private async assertServed(credential: string): Promise<void> {
     if ((this.servedUntil.get(credential) ?? 0) > Date.now()) return;
-    const serving = await credentialServing(this.client, this.prefix, credential).catch((err: unknown) => {
-      throw translateTemporalError(err, `look up the workers of credential "${credential}"`);
-    });
-    if (serving.served === false)
-      throw new CredentialNotServedError(
-        credential,
-        this.queues.actions(credential),
-        await servedCredentials(this.client, this.prefix, this.knownCredentials),
-      );
-    if (serving.served) this.servedUntil.set(credential, Date.now() + 30_000);
+    const look = () =>
+      credentialServing(this.client, this.prefix, credential).catch((err: unknown) => {
+        throw translateTemporalError(err, `look up the workers of credential "${credential}"`);
+      });
+    let serving = await look();
+    if (serving.served === false) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      serving = await look();
+    }
+    if (serving.served === false) {
+      const served = await servedCredentials(this.client, this.prefix, this.knownCredentials);
+      if (!served.includes(credential))
+        throw new CredentialNotServedError(credential, this.queues.actions(credential), served);
+    }
+    if (serving.served !== undefined) this.servedUntil.set(credential, Date.now() + 30_000);
   }
 
   private handle(key: string): WorkflowHandle<typeof intentWorkflow> {

@@ -31,6 +31,8 @@ import type { IntentLimits } from './intent-limits.js';
 import { budgetProblem, splitBudget } from './policy/index.js';
 import type { BudgetSplit } from './policy/index.js';
 import { stateRoot } from './temporal/binaries.js';
+import { webhookSourcesSchema } from './webhooks/source.js';
+import type { WebhookSource } from './webhooks/source.js';
 import { retryqWords } from './validation-words.js';
 
 /** Validation messages in retryq's words; the value found is in each problem's `received`. */
@@ -124,6 +126,20 @@ export interface IntentDefaults {
   stalledDispatchAfterMs: number;
 }
 
+/** The webhook receiver (`retryq webhooks`, and `retryq dev` when sources are configured). */
+export interface WebhookConfig {
+  /** Configured sources; deliveries go to `POST /webhooks/<name>`. @default [] */
+  sources: WebhookSource[];
+  /** Address the receiver binds. @default '127.0.0.1' */
+  ip: string;
+  /** The receiver's port. @default 8788 */
+  port: number;
+  /** Largest delivery body, bytes. @default 1 MiB */
+  maxBodyBytes: number;
+  /** How long storing a delivery in Temporal may take before the answer is 503, ms. @default 5000 */
+  temporalTimeoutMs: number;
+}
+
 /**
  * How much a workflow worker keeps in memory and runs at once. The intent workflows' memory is bounded by
  * `maxCachedWorkflows`, whatever the number of sleeping intents: an intent evicted from the cache costs nothing on
@@ -184,6 +200,7 @@ export interface RetryqConfig {
   credentials: CredentialConfig[];
   dev: DevConfig;
   intents: IntentDefaults;
+  webhooks: WebhookConfig;
   /**
    * Port of the workers' Prometheus endpoint (`/metrics`); 0 = none; `undefined` when not set (then `retryq worker`
    * uses 9464 and `retryq dev` none).
@@ -239,6 +256,15 @@ export const CONFIG_VARIABLES = [
   ['RETRYQ_DEV_PORT', '7233', 'embedded dev server: gRPC port'],
   ['RETRYQ_UI_PORT', '8233', 'embedded dev server: Web UI port'],
   ['RETRYQ_DEV_SIM_PORT', '4010', '`retryq dev`: port of the simulated provider'],
+  ['RETRYQ_WEBHOOK_SOURCES', '[]', 'JSON array of webhook sources (docs/webhooks.md)'],
+  ['RETRYQ_WEBHOOK_IP', '127.0.0.1', 'webhook receiver: address to bind'],
+  ['RETRYQ_WEBHOOK_PORT', '8788', 'webhook receiver: port'],
+  ['RETRYQ_WEBHOOK_MAX_BODY', '1MiB', 'webhook receiver: largest body (bytes, or with KiB / MiB)'],
+  [
+    'RETRYQ_WEBHOOK_TEMPORAL_TIMEOUT',
+    '5s',
+    'webhook receiver: time to store a delivery in Temporal before answering 503',
+  ],
   [
     'RETRYQ_METRICS_PORT',
     '9464',
@@ -347,8 +373,16 @@ export function loadConfig(env: Env = process.env): RetryqConfig {
 
   const temporal = loadTemporal(env, dev, problems);
 
+  const webhooks: WebhookConfig = {
+    sources: parseWebhookSources(raw('RETRYQ_WEBHOOK_SOURCES'), problems),
+    ip: raw('RETRYQ_WEBHOOK_IP') ?? '127.0.0.1',
+    port: port('RETRYQ_WEBHOOK_PORT', 8788),
+    maxBodyBytes: byteSize('RETRYQ_WEBHOOK_MAX_BODY', raw('RETRYQ_WEBHOOK_MAX_BODY'), 1024 * 1024, problems),
+    temporalTimeoutMs: duration('RETRYQ_WEBHOOK_TEMPORAL_TIMEOUT', 5000),
+  };
+
   if (problems.length > 0) throw new ConfigError(problems);
-  return { temporal, taskQueuePrefix: prefix, credentials, dev, intents, worker, metricsPort };
+  return { temporal, taskQueuePrefix: prefix, credentials, dev, intents, worker, metricsPort, webhooks };
 }
 
 const workerTuningVariables: Record<keyof WorkerTuning, string> = {
@@ -407,6 +441,72 @@ function parseCredentials(text: string | undefined, problems: Problem[]): Creden
     seen.add(c.id);
   });
   return parsed.data;
+}
+
+/** `1048576`, `512KiB`, `1MiB` (also `KB`/`MB` as the binary units) → bytes, between 1 KiB and 64 MiB. */
+function byteSize(variable: string, text: string | undefined, fallback: number, problems: Problem[]): number {
+  if (text === undefined) return fallback;
+  const m = /^(\d+(?:\.\d+)?)\s*(b|kib|kb|k|mib|mb|m)?$/i.exec(text);
+  const unit = (m?.[2] ?? 'b').toLowerCase();
+  const bytes = m
+    ? Math.round(Number(m[1]) * (unit.startsWith('k') ? 1024 : unit.startsWith('m') ? 1024 * 1024 : 1))
+    : NaN;
+  if (!Number.isFinite(bytes) || bytes < 1024 || bytes > 64 * 1024 * 1024) {
+    problems.push({
+      path: variable,
+      message: "must be a size between 1KiB and 64MiB, such as '1MiB', '512KiB' or 1048576",
+      received: text,
+    });
+    return fallback;
+  }
+  return bytes;
+}
+
+function parseWebhookSources(text: string | undefined, problems: Problem[]): WebhookSource[] {
+  const variable = 'RETRYQ_WEBHOOK_SOURCES';
+  if (text === undefined) return [];
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    problems.push({
+      path: variable,
+      received: text,
+      message:
+        'must be a JSON array like [{"name":"acme","verify":{"scheme":"standard-webhooks","secretEnv":"ACME_WEBHOOK_SECRET"},' +
+        `"mapping":{"key":"idempotencyKey","state":"status"}}] (${(err as Error).message})`,
+    });
+    return [];
+  }
+  const parsed = webhookSourcesSchema.safeParse(json);
+  if (!parsed.success) {
+    problems.push(...problemsFromZod(parsed.error, { input: json, received: true, prefix: variable }));
+    return [];
+  }
+  return parsed.data;
+}
+
+/**
+ * Reads each webhook source's signing secrets from the variable it names (several, space-separated, during a
+ * rotation). Throws {@link ConfigError} naming every variable that is unset; secrets never appear in a message.
+ */
+export function resolveWebhookSecrets(
+  sources: readonly WebhookSource[],
+  env: Env = process.env,
+): Map<string, string[]> {
+  const problems: Problem[] = [];
+  const secrets = new Map<string, string[]>();
+  for (const s of sources) {
+    const value = env[s.verify.secretEnv]?.trim();
+    if (!value)
+      problems.push({
+        path: s.verify.secretEnv,
+        message: `must hold the signing secret of webhook source ${s.name} (not set)`,
+      });
+    else secrets.set(s.name, value.split(/\s+/));
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return secrets;
 }
 
 function loadTemporal(env: Env, dev: DevConfig, problems: Problem[]): TemporalConfig {

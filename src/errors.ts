@@ -205,6 +205,14 @@ export class CredentialNotFoundError extends RetryqError {
   }
 }
 
+/**
+ * Temporal did not durably accept a webhook delivery (unreachable, or no confirmation in time); the receiver answers
+ * 503 so the provider delivers it again later. Nothing was stored.
+ */
+export class WebhookNotStoredError extends RetryqError {
+  readonly code = 'webhook_not_stored';
+}
+
 // ---- configuration and the command line ------------------------------------------------------------------------
 
 /**

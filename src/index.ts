@@ -13,6 +13,7 @@
  * | `retryq/proxy` | `retryingFetch` and the synchronous retrying proxy for idempotent reads |
  * | `retryq/policy` | the pure rules: `Retry-After` parsing, classification, scheduling |
  * | `retryq/testing` | test environments on locally resolved Temporal binaries |
+ * | `retryq/webhooks` | the webhook receiver, standalone or inside your own HTTP server |
  *
  * @example
  * ```ts
@@ -79,6 +80,9 @@ export type {
   JsonValue,
   Reservation,
   StalledDispatch,
+  WebhookCounts,
+  WebhookDelivery,
+  WebhookState,
 } from './intent.js';
 export type { CodeRule, CodeTable } from './policy/index.js';
 export {
@@ -88,4 +92,5 @@ export {
   retryAttemptKey,
   retryPhaseKey,
   retryqSearchAttributes,
+  webhookKeyKey,
 } from './search-attributes.js';

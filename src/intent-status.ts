@@ -75,9 +75,49 @@ export interface EvidenceSummary {
   retryAfter?: string | undefined;
 }
 
+/** The operation's state as a provider's webhook reports it. */
+export type WebhookState = 'succeeded' | 'failed' | 'pending';
+
+/**
+ * One verified webhook delivery, mapped from the provider's event: what the receiver signals to `intent:<key>`.
+ * Only mapped fields travel (never the raw body or its headers), so no signature or secret reaches history.
+ */
+export interface WebhookDelivery {
+  /** The configured source it came through (`POST /webhooks/<source>`). */
+  source: string;
+  /** The provider's delivery id: the same on every redelivery of one event. */
+  deliveryId: string;
+  /** The provider's event type, when the mapping reads one. */
+  eventType?: string | undefined;
+  state: WebhookState;
+  /** The provider's own word for the state (`completed`, `processing`, …), when the mapping read one. */
+  providerState?: string | undefined;
+  /** The operation's result (`succeeded`), when the mapping names one. */
+  result?: JsonValue | undefined;
+  /** The recorded error (`failed`), when the mapping names one. */
+  error?: { status?: number | undefined; code?: string | undefined; message?: string | undefined } | undefined;
+  /** When the receiver verified it (ISO), for people; the workflow keeps its own time. */
+  receivedAt: string;
+}
+
+/** What webhook deliveries did to an intent. */
+export interface WebhookCounts {
+  /** Distinct deliveries recorded. */
+  received: number;
+  /** Redeliveries of a delivery id already recorded: ignored. */
+  duplicates: number;
+  /** Deliveries that arrived after the intent had ended or after an earlier delivery had settled it: recorded only. */
+  late: number;
+}
+
+/** `webhook dlv_123: succeeded`: how the attempt log names a delivery. */
+export function describeWebhookEntry(w: { deliveryId: string; state: string }): string {
+  return `webhook ${w.deliveryId}: ${w.state}`;
+}
+
 /** One line of the attempt log. */
 export interface AttemptRecord {
-  kind: 'dispatch' | 'inspect';
+  kind: 'dispatch' | 'inspect' | 'webhook';
   /** 1-based dispatch attempt number (for inspections: the attempt being inspected). */
   attempt: number;
   /** Workflow time the call started (ISO). */
@@ -87,6 +127,8 @@ export interface AttemptRecord {
   nextAt?: string | undefined;
   /** Which floor set `nextAt`. */
   floor?: 'server' | 'backoff' | undefined;
+  /** For `kind: 'webhook'`: which delivery, and the state it reported. */
+  webhook?: { source: string; deliveryId: string; state: WebhookState; eventType?: string | undefined } | undefined;
 }
 
 /** Why the credential's load control holds an intent (see docs/load-control.md). */
@@ -145,6 +187,10 @@ export interface IntentStatus {
   /** The last attempts and inspections (bounded); `attemptLogDropped` counts older ones left out. */
   attemptLog: AttemptRecord[];
   attemptLogDropped: number;
+  /** Webhook deliveries for this intent, once any arrived. */
+  webhooks?: WebhookCounts | undefined;
+  /** The delivery that settled the intent, when a webhook did (no inspection was needed). */
+  resolvedByWebhook?: { source: string; deliveryId: string; state: WebhookState } | undefined;
 }
 
 /** The final outcome: the workflow's result when succeeded, the details of its failure otherwise. */

@@ -26,7 +26,7 @@ import { isRead } from './policy/evidence.js';
 import type { JsonValue } from './intent-status.js';
 import type { CodeRule } from './policy/index.js';
 
-export { ATTEMPT_LOG_LIMIT, Phase, describeTarget, finalPhases } from './intent-status.js';
+export { ATTEMPT_LOG_LIMIT, Phase, describeTarget, describeWebhookEntry, finalPhases } from './intent-status.js';
 export type {
   AttemptRecord,
   EvidenceSummary,
@@ -37,6 +37,9 @@ export type {
   JsonValue,
   Reservation,
   StalledDispatch,
+  WebhookCounts,
+  WebhookDelivery,
+  WebhookState,
 } from './intent-status.js';
 
 /** Idempotency keys: 1–200 chars of letters, digits and `-_.:~@+=`; they become workflow ids and HTTP headers. */

@@ -24,6 +24,12 @@ export const lastErrorCodeKey = defineSearchAttributeKey('LastErrorCode', Search
 /** The credential id (never the secret) the intent dispatches with (Keyword). */
 export const credentialKey = defineSearchAttributeKey('Credential', SearchAttributeType.KEYWORD);
 
+/**
+ * On a recorded webhook delivery whose key has no intent (`webhookOrphanWorkflow`): the idempotency key it names
+ * (Keyword), so `WebhookKey = "order-1042"` finds it.
+ */
+export const webhookKeyKey = defineSearchAttributeKey('WebhookKey', SearchAttributeType.KEYWORD);
+
 /** Every custom search attribute retryq needs registered in its namespace. */
 export const retryqSearchAttributes: readonly SearchAttributeKey<SearchAttributeType>[] = [
   retryPhaseKey,
@@ -31,4 +37,5 @@ export const retryqSearchAttributes: readonly SearchAttributeKey<SearchAttribute
   nextAttemptAtKey,
   lastErrorCodeKey,
   credentialKey,
+  webhookKeyKey,
 ];

@@ -15,6 +15,7 @@ import { isFinal } from '../client.js';
 import type { IntentStatus } from '../intent.js';
 import { evidenceText } from '../policy/index.js';
 import type { ProviderSim } from '../sim/index.js';
+import type { WebhookMetrics } from '../webhooks/metrics.js';
 import { DEMO_CREDENTIAL, defaultDemoSize, demoIntents } from './scenario.js';
 import type { DemoSize } from './scenario.js';
 
@@ -41,6 +42,24 @@ export interface DemoSummary {
     sideEffects: number;
     duplicates: number;
   };
+  /** What the webhook receiver did during the demo, when it ran one. */
+  webhooks?: DemoWebhookTotals | undefined;
+}
+
+/** The demo's webhook counts. */
+export interface DemoWebhookTotals {
+  /** Verified deliveries acknowledged (2xx), duplicates included. */
+  deliveries: number;
+  /** Redeliveries of a delivery id already stored: they changed nothing. */
+  duplicatesIgnored: number;
+  /** Deliveries for intents that had already ended (or were already settled by an earlier delivery). */
+  late: number;
+  /** Deliveries refused with 401 (forged or stale). */
+  rejected: number;
+  /** Forged or stale deliveries the receiver accepted (must be 0). */
+  faultsAccepted: number;
+  /** Intents whose outcome a webhook settled, without an inspection. */
+  intentsResolved: number;
 }
 
 export interface DemoOptions {
@@ -56,6 +75,8 @@ export interface DemoOptions {
   signal?: AbortSignal;
   /** Progress refresh interval. @default 1000 (ms) */
   refreshMs?: number;
+  /** The webhook receiver's metrics, to count deliveries in the summary. */
+  webhooks?: WebhookMetrics;
   /** The demo credential's load control as one line (budget, gate, block, in flight, waiting), when available. */
   loadControl?: () => Promise<string | undefined>;
 }
@@ -64,6 +85,7 @@ const PHASES = ['scheduled', 'dispatching', 'waiting', 'inspecting', 'succeeded'
 
 function outcomeOf(s: IntentStatus): string {
   if (s.phase === 'succeeded') {
+    if (s.resolvedByWebhook) return `resolved by webhook ${s.resolvedByWebhook.deliveryId} (no inspection)`;
     const r = s.result as { status?: number; inspected?: boolean } | undefined;
     return r?.inspected ? 'found by inspection after a lost answer' : `HTTP ${r?.status ?? '?'}`;
   }
@@ -132,6 +154,18 @@ export async function runDemo(opts: DemoOptions): Promise<DemoSummary> {
     await delay(opts.refreshMs ?? 1000, undefined, opts.signal ? { signal: opts.signal } : {}).catch(() => undefined);
   }
 
+  // Let the simulator finish its webhook redeliveries (bounded), so the counts below are complete.
+  for (let i = 0; opts.webhooks && i < 60 && opts.sim.metrics().webhooks.pending > 0 && !opts.signal?.aborted; i++)
+    await delay(250, undefined, opts.signal ? { signal: opts.signal } : {}).catch(() => undefined);
+  if (opts.webhooks) {
+    // Statuses again: deliveries may have arrived after the last poll.
+    await Promise.all(
+      keys.map(async (k) => {
+        const s = await opts.rq.status(k).catch(() => undefined);
+        if (s) latest.set(k, s);
+      }),
+    );
+  }
   const rows: DemoRow[] = keys.map((k) => {
     const s = latest.get(k);
     return {
@@ -160,6 +194,19 @@ export async function runDemo(opts: DemoOptions): Promise<DemoSummary> {
       duplicates: m.totals.duplicates,
     },
   };
+  if (opts.webhooks) {
+    const c = opts.webhooks.counts();
+    const statuses = keys.map((k) => latest.get(k));
+    const sum = (f: (s: IntentStatus) => number) => statuses.reduce((n, s) => n + (s ? f(s) : 0), 0);
+    summary.webhooks = {
+      deliveries: c.stored + c.orphan + c.duplicate + c.late + c.ignored,
+      duplicatesIgnored: c.duplicate + sum((s) => s.webhooks?.duplicates ?? 0),
+      late: c.late + sum((s) => s.webhooks?.late ?? 0),
+      rejected: c.unauthorized,
+      faultsAccepted: m.totals.webhookDeliveries.faultsAccepted,
+      intentsResolved: statuses.filter((s) => s?.resolvedByWebhook).length,
+    };
+  }
   opts.out('\n' + formatSummary(summary) + '\n');
   return summary;
 }
@@ -180,5 +227,12 @@ export function formatSummary(s: DemoSummary): string {
     `Provider saw ${s.totals.providerCalls} calls (${s.totals.inspections} inspections), ${s.totals.rateLimited} × 429, ` +
       `${s.totals.sideEffects} side effects, ${s.totals.duplicates} duplicate side effects.`,
   ];
+  const w = s.webhooks;
+  if (w)
+    lines.push(
+      `Webhooks: ${w.deliveries} deliveries stored or acknowledged, ${w.duplicatesIgnored} duplicates ignored, ` +
+        `${w.late} after the intent had ended, ${w.rejected} forged or stale refused (${w.faultsAccepted} accepted), ` +
+        `${w.intentsResolved} intent${w.intentsResolved === 1 ? '' : 's'} resolved by webhook.`,
+    );
   return lines.join('\n');
 }

@@ -16,7 +16,10 @@
  */
 import type { CredentialConfig } from '../config.js';
 import type { IntentInput } from '../intent.js';
+import { DEFAULT_WEBHOOK_SECRET } from '../sim/index.js';
 import type { ScenarioInput } from '../sim/index.js';
+import { webhookSourceSchema } from '../webhooks/source.js';
+import type { WebhookSource } from '../webhooks/source.js';
 
 /** The credential id the demo dispatches with. */
 export const DEMO_CREDENTIAL = 'demo-acme';
@@ -40,6 +43,13 @@ export function demoScenario(size: Pick<DemoSize, 'rateLimitPerMinute'>): Scenar
     keys: [{ key: DEMO_API_KEY, id: DEMO_CREDENTIAL, rateLimitPerMinute: size.rateLimitPerMinute }],
     retryAfterFormat: 'seconds',
     honorIdempotencyKeys: false,
+    // Webhooks (the URL is set once the receiver listens): each event is redelivered once, preceded by a forged and
+    // a stale copy the receiver must refuse, and followed by an older "pending" event arriving out of order.
+    webhookRedeliveries: 1,
+    webhookBackoffMs: 500,
+    webhookForged: 1,
+    webhookStale: 1,
+    webhookOutOfOrder: true,
     rules: [
       {
         name: 'permission denied',
@@ -72,6 +82,26 @@ export function demoScenario(size: Pick<DemoSize, 'rateLimitPerMinute'>): Scenar
       },
     ],
   };
+}
+
+/** The webhook source the demo's simulator posts to (`POST /webhooks/demo-sim`). */
+export const DEMO_WEBHOOK_SOURCE = 'demo-sim';
+/** Its signing secret: the simulator's default (a test value, kept in the dev process's memory). */
+export const DEMO_WEBHOOK_SECRET = DEFAULT_WEBHOOK_SECRET;
+
+/** The demo's webhook source: Standard Webhooks, the simulator's event format. */
+export function demoWebhookSource(): WebhookSource {
+  return webhookSourceSchema.parse({
+    name: DEMO_WEBHOOK_SOURCE,
+    verify: { scheme: 'standard-webhooks', secretEnv: 'RETRYQ_DEMO_WEBHOOK_SECRET' },
+    mapping: {
+      type: 'type',
+      events: { 'operation.succeeded': 'succeeded', 'operation.failed': 'failed', 'operation.pending': 'pending' },
+      key: 'idempotencyKey',
+      result: 'result',
+      error: 'error',
+    },
+  });
 }
 
 /** The demo credential, as worker config (its secret is passed in memory, not through the environment). */

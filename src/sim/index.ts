@@ -60,5 +60,6 @@ export { canonicalJson } from '../canonical-json.js';
 export type { OperationError, OperationRecord, OperationStatus } from './operation-store.js';
 export type { RequestCounters, WebhookCounters } from './metrics.js';
 export type { WebhookEvent } from './webhooks.js';
+export { DEFAULT_WEBHOOK_SECRET } from './webhooks.js';
 export { parseProviderSimArgs, runProviderSimCli, usage } from './cli.js';
 export type { ProviderSimCliIo, ProviderSimCliOptions } from './cli.js';

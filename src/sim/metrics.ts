@@ -17,6 +17,10 @@ export interface WebhookCounters {
   exhausted: number;
   /** Events never sent because 10 000 deliveries were already in progress. */
   dropped: number;
+  /** Deliberately forged or stale deliveries sent (`webhookForged`, `webhookStale`): a receiver must reject them. */
+  faultsSent: number;
+  /** Forged or stale deliveries the receiver answered 2xx (should stay 0). */
+  faultsAccepted: number;
 }
 
 /** Counters for one API key or for everything. */
@@ -59,7 +63,16 @@ class Counters {
   duplicates = 0;
   held = 0;
   reset = 0;
-  webhooks: WebhookCounters = { attempts: 0, delivered: 0, failed: 0, redeliveries: 0, exhausted: 0, dropped: 0 };
+  webhooks: WebhookCounters = {
+    attempts: 0,
+    delivered: 0,
+    failed: 0,
+    redeliveries: 0,
+    exhausted: 0,
+    dropped: 0,
+    faultsSent: 0,
+    faultsAccepted: 0,
+  };
   /** Request counts per whole second, in a ring indexed by second mod 60. */
   readonly bucketSecond = new Array<number>(rateBuckets).fill(-1);
   readonly bucketCount = new Array<number>(rateBuckets).fill(0);

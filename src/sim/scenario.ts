@@ -8,6 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import YAML from 'yaml';
 import { z } from 'zod';
+import { DEFAULT_WEBHOOK_SECRET } from './webhooks.js';
 import { relativeHttpDateOffsetMs } from './retry-after.js';
 import type { RetryAfterSpec } from './retry-after.js';
 import { ScenarioError, problemsFromZod } from '../errors.js';
@@ -269,6 +270,17 @@ export const scenarioSchema = strictObject({
   webhookBackoffMs: durationMs.default(200),
   /** Per-attempt webhook timeout (ms). @default 5000 */
   webhookTimeoutMs: positiveInt.max(600_000).default(5_000),
+  /** Standard Webhooks signing secret (`whsec_` + base64). @default {@link DEFAULT_WEBHOOK_SECRET} */
+  webhookSecret: z
+    .string()
+    .regex(/^(whsec_)?[A-Za-z0-9+/]{16,}={0,2}$/, 'expected a Standard Webhooks secret: "whsec_" followed by base64')
+    .default(DEFAULT_WEBHOOK_SECRET),
+  /** Forged deliveries (signed with another secret, claiming `failed`) sent before each event. @default 0 */
+  webhookForged: nonNegativeInt.max(10).default(0),
+  /** Stale deliveries (correctly signed, timestamp 10 minutes old) sent before each event. @default 0 */
+  webhookStale: nonNegativeInt.max(10).default(0),
+  /** After each event, also deliver an older `operation.pending` event for it (out of order). @default false */
+  webhookOutOfOrder: z.boolean().default(false),
   /** Serve the `/_sim/` admin endpoints. @default true */
   admin: z.boolean().default(true),
   /** Operations kept in memory; the oldest are forgotten beyond this. @default 100000 */

@@ -1,20 +1,34 @@
 /**
  * Completion webhooks: after each executed operation the provider POSTs an event to the
- * scenario's `webhookUrl`, retrying with doubling backoff while the receiver does not answer 2xx
- * (at most `webhookMaxAttempts` attempts per delivery), then deliberately redelivers the same
- * delivery id `webhookRedeliveries` more times.
+ * scenario's `webhookUrl`, signed with the Standard Webhooks scheme (`webhook-id`,
+ * `webhook-timestamp`, `webhook-signature`, HMAC-SHA256 with `webhookSecret`), retrying with
+ * doubling backoff while the receiver does not answer 2xx (at most `webhookMaxAttempts` attempts per
+ * delivery), then deliberately redelivers the same delivery id `webhookRedeliveries` more times.
+ *
+ * Faults for testing receivers: `webhookForged` deliveries signed with another secret and
+ * `webhookStale` ones with a timestamp 10 minutes old go out before each event (a receiver must
+ * answer them 401); `webhookOutOfOrder` sends an older `operation.pending` event after it.
  */
+import { setMaxListeners } from 'node:events';
 import { Agent, request } from 'undici';
+import { Webhook } from 'standardwebhooks';
 import { sleepUnlessAborted } from './sleep.js';
+
+/** The simulator's default signing secret (a test value; configure your receiver's source with it). */
+export const DEFAULT_WEBHOOK_SECRET = 'whsec_cmV0cnlxLXNpbXVsYXRvci13ZWJob29rLXNlY3JldA==';
 
 /** The JSON body of a webhook. */
 export interface WebhookEvent {
-  /** `dlv_…`; the same on every redelivery of this event. */
+  /** `dlv_…`; the same on every redelivery of this event (and the `webhook-id` header). */
   deliveryId: string;
-  type: 'operation.succeeded';
+  type: 'operation.succeeded' | 'operation.pending' | 'operation.failed';
+  /** The operation's state. */
+  status: 'succeeded' | 'pending' | 'failed';
   idempotencyKey: string | null;
   operationId: string;
   createdAt: string;
+  /** The operation's result, on `operation.succeeded`. */
+  result?: unknown;
 }
 
 /** Delivery settings, captured from the scenario when the operation executed. */
@@ -24,10 +38,20 @@ export interface WebhookSettings {
   maxAttempts: number;
   backoffMs: number;
   timeoutMs: number;
+  /** Standard Webhooks secret. */
+  secret: string;
+  forged: number;
+  stale: number;
+  outOfOrder: boolean;
 }
 
 /** What the sender reports to metrics. */
-export type WebhookOutcome = 'attempts' | 'delivered' | 'failed' | 'redeliveries' | 'exhausted' | 'dropped';
+export type WebhookOutcome =
+  'attempts' | 'delivered' | 'failed' | 'redeliveries' | 'exhausted' | 'dropped' | 'faultsSent' | 'faultsAccepted';
+
+/** Another secret, for forged deliveries. */
+const FORGER_SECRET = 'whsec_bm90LXRoZS1wcm92aWRlcnMtc2VjcmV0LWF0LWFsbA==';
+const STALE_BY_MS = 10 * 60_000;
 
 const maxBackoffMs = 30_000;
 /** Deliveries in progress at most; beyond it new events are dropped (and counted), bounding memory. */
@@ -38,6 +62,11 @@ export class WebhookSender {
   readonly #agent = new Agent({ keepAliveTimeout: 1_000, connections: 16 });
   readonly #closing = new AbortController();
   #inFlight = 0;
+
+  constructor() {
+    // Every delivery in progress listens to the one closing signal (up to maxPendingDeliveries at once).
+    setMaxListeners(0, this.#closing.signal);
+  }
 
   /** Deliveries still being sent or waiting to retry. */
   get pending(): number {
@@ -60,6 +89,36 @@ export class WebhookSender {
   }
 
   async #run(settings: WebhookSettings, event: WebhookEvent, report: (outcome: WebhookOutcome) => void): Promise<void> {
+    const faults = [
+      ...Array.from({ length: settings.forged }, () => 'forged' as const),
+      ...Array.from({ length: settings.stale }, () => 'stale' as const),
+    ];
+    for (const fault of faults) {
+      if (this.#closing.signal.aborted) return;
+      report('faultsSent');
+      // A forger claims the operation failed; a replayer resends the real event with an old timestamp.
+      const forged: WebhookEvent =
+        fault === 'forged' ? { ...event, type: 'operation.failed', status: 'failed', result: undefined } : event;
+      if (await this.#post(settings, forged, 1, fault)) report('faultsAccepted');
+    }
+    await this.#deliverWithRedeliveries(settings, event, report);
+    if (settings.outOfOrder) {
+      const older: WebhookEvent = {
+        ...event,
+        deliveryId: `${event.deliveryId}_pending`,
+        type: 'operation.pending',
+        status: 'pending',
+        result: undefined,
+      };
+      await this.#deliverWithRedeliveries({ ...settings, redeliveries: 0 }, older, report);
+    }
+  }
+
+  async #deliverWithRedeliveries(
+    settings: WebhookSettings,
+    event: WebhookEvent,
+    report: (outcome: WebhookOutcome) => void,
+  ): Promise<void> {
     for (let round = 0; round <= settings.redeliveries; round++) {
       if (round > 0) {
         report('redeliveries');
@@ -80,17 +139,28 @@ export class WebhookSender {
     }
   }
 
-  async #post(settings: WebhookSettings, event: WebhookEvent, attempt: number): Promise<boolean> {
+  async #post(
+    settings: WebhookSettings,
+    event: WebhookEvent,
+    attempt: number,
+    fault?: 'forged' | 'stale',
+  ): Promise<boolean> {
     try {
+      const body = JSON.stringify(event);
+      const at = new Date(Date.now() - (fault === 'stale' ? STALE_BY_MS : 0));
+      const signer = new Webhook(fault === 'forged' ? FORGER_SECRET : settings.secret);
       const response = await request(settings.url, {
         method: 'POST',
         dispatcher: this.#agent,
         headers: {
           'content-type': 'application/json',
+          'webhook-id': event.deliveryId,
+          'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+          'webhook-signature': signer.sign(event.deliveryId, at, body),
           'webhook-delivery-id': event.deliveryId,
           'webhook-attempt': String(attempt),
         },
-        body: JSON.stringify(event),
+        body,
         headersTimeout: settings.timeoutMs,
         bodyTimeout: settings.timeoutMs,
         signal: this.#closing.signal,

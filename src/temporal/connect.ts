@@ -51,6 +51,15 @@ export async function connectClient(
 }
 
 /**
+ * A Temporal client whose connection is made on first use and re-made after the server comes back: for long-running
+ * servers (the webhook receiver) that must start, and answer, while Temporal is down.
+ */
+export function lazyClient(config: TemporalConfig): { client: Client; close: () => Promise<void> } {
+  const connection = Connection.lazy({ ...clientOptions(config), connectTimeout: 5000 });
+  return { client: new Client({ connection, namespace: config.namespace }), close: () => connection.close() };
+}
+
+/**
  * A worker connection to the configured server. `@temporalio/worker` (a native addon) is loaded here, on first
  * use, so that the client side (`retryq`, `RetryqClient.connect`) never loads it.
  */

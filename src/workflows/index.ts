@@ -22,6 +22,8 @@ export {
   retryNowSignal,
   retryNowUpdate,
   statusQuery,
+  webhookSignal,
+  SEEN_DELIVERIES_LIMIT,
 } from './intent.js';
 export type { IntentWorkflowOptions, CarriedState, RetryNowAnswer } from './intent.js';
 export {
@@ -34,3 +36,5 @@ export {
   credentialWorkflowId,
 } from './credential.js';
 export type { CredentialState, CredentialWorkflowInput } from './credential.js';
+export { webhookOrphanWorkflow } from './webhook-orphan.js';
+export type { WebhookOrphanRecord } from './webhook-orphan.js';

@@ -43,7 +43,7 @@ import type {
 import type { Activities, DispatchResult, InspectResult } from '../activities/index.js';
 import { IntentFailureType, evidenceFromFailure, holdFromFailure } from '../failures.js';
 import type { CredentialHold } from '../failures.js';
-import { ATTEMPT_LOG_LIMIT, Phase, describeTarget, finalPhases } from '../intent-status.js';
+import { ATTEMPT_LOG_LIMIT, Phase, describeTarget, describeWebhookEntry, finalPhases } from '../intent-status.js';
 import type {
   AttemptRecord,
   EvidenceSummary,
@@ -51,6 +51,7 @@ import type {
   IntentSpec,
   IntentStatus,
   Reservation,
+  WebhookDelivery,
 } from '../intent-status.js';
 import { classify } from '../policy/classify.js';
 import type { Decision } from '../policy/classify.js';
@@ -90,6 +91,15 @@ export const cancelSignal = defineSignal<[{ reason?: string }]>('cancel');
 export const retryNowSignal = defineSignal<[]>('retryNow');
 /** The intent's current status. */
 export const statusQuery = defineQuery<IntentStatus>('status');
+/**
+ * A verified webhook delivery for this intent's key (sent by the webhook receiver, never by a provider directly).
+ * A final state settles an intent that has not ended without another provider call; a delivery id seen before
+ * changes nothing; nothing moves an ended intent.
+ */
+export const webhookSignal = defineSignal<[WebhookDelivery]>('webhook');
+
+/** Delivery ids remembered for deduplication (oldest forgotten first; a forgotten one could only add a log line). */
+export const SEEN_DELIVERIES_LIMIT = 200;
 
 /** What "retry now" did: when the next attempt will really run, and why not sooner. */
 export interface RetryNowAnswer {
@@ -148,6 +158,10 @@ export interface CarriedState {
   permittedAtMs: number | undefined;
   /** ms; when the next provider call is due. */
   dueAtMs: number | undefined;
+  /** `<source>:<deliveryId>` of the webhook deliveries already recorded (bounded). */
+  seenDeliveries?: string[] | undefined;
+  /** A final webhook state not yet applied. */
+  webhookVerdict?: WebhookDelivery | undefined;
 }
 
 type Failed = Exclude<Decision, { kind: 'success' }>;
@@ -160,6 +174,9 @@ class IntentRun {
   permittedAtMs: number | undefined;
   dueAtMs: number | undefined;
   retryNowRequests = 0;
+  seenDeliveries: string[] = [];
+  /** The first final state a webhook reported, until the loop applies it. */
+  webhookVerdict: WebhookDelivery | undefined;
   readonly deadlineMs: number;
   readonly taskQueuePrefix: string;
   readonly queues: ReturnType<typeof taskQueues>;
@@ -186,6 +203,8 @@ class IntentRun {
       this.inspectionsSinceUnknown = carried.inspectionsSinceUnknown;
       this.permittedAtMs = carried.permittedAtMs;
       this.dueAtMs = carried.dueAtMs;
+      this.seenDeliveries = carried.seenDeliveries ?? [];
+      this.webhookVerdict = carried.webhookVerdict;
     } else {
       this.status = {
         idempotencyKey: spec.idempotencyKey,
@@ -208,6 +227,8 @@ class IntentRun {
       inspectionsSinceUnknown: this.inspectionsSinceUnknown,
       permittedAtMs: this.permittedAtMs,
       dueAtMs: this.dueAtMs,
+      seenDeliveries: this.seenDeliveries,
+      webhookVerdict: this.webhookVerdict,
     };
   }
 
@@ -311,7 +332,9 @@ class IntentRun {
         return `Waiting ${what} until ${clock(s.nextAttemptAt)} (${why}, ${attempt}).`;
       }
       case Phase.succeeded:
-        return `Succeeded after ${s.attempts} attempt${s.attempts === 1 ? '' : 's'}.`;
+        return s.resolvedByWebhook
+          ? `Succeeded: ${describeWebhookEntry(s.resolvedByWebhook)} from ${s.resolvedByWebhook.source}, after ${s.attempts} attempt${s.attempts === 1 ? '' : 's'}; no inspection needed.`
+          : `Succeeded after ${s.attempts} attempt${s.attempts === 1 ? '' : 's'}.`;
       default:
         return `${s.phase[0]!.toUpperCase()}${s.phase.slice(1)}: ${s.finalReason ?? 'no reason recorded'}.${
           s.reservation ? ` Reservation to reconcile: ${s.reservation.reason}.` : ''
@@ -333,11 +356,73 @@ class IntentRun {
     }
   }
 
+  // ---- webhooks -----------------------------------------------------------------------------------------
+
+  /**
+   * Records a verified delivery (signal handler: synchronous, no commands). A delivery id seen before changes
+   * nothing but a counter; an ended intent, or one a delivery already settled, only notes it; a `pending` state is
+   * logged; the first final state is left for the loop to apply at its next step (see {@link applyWebhook}).
+   */
+  onWebhook(d: WebhookDelivery): void {
+    const s = this.status;
+    const counts = (s.webhooks ??= { received: 0, duplicates: 0, late: 0 });
+    const id = `${d.source}:${d.deliveryId}`;
+    if (this.seenDeliveries.includes(id)) {
+      counts.duplicates++;
+      return;
+    }
+    this.seenDeliveries.push(id);
+    if (this.seenDeliveries.length > SEEN_DELIVERIES_LIMIT)
+      this.seenDeliveries.splice(0, this.seenDeliveries.length - SEEN_DELIVERIES_LIMIT);
+    counts.received++;
+    const settled = finalPhases.has(s.phase) || this.webhookVerdict !== undefined;
+    if (settled) counts.late++;
+    else if (d.state !== 'pending') this.webhookVerdict = d;
+    if (finalPhases.has(s.phase)) return;
+    this.record({
+      kind: 'webhook',
+      attempt: s.attempts,
+      startedAt: new Date().toISOString(),
+      evidence: { sent: 'yes', decision: settled ? `webhook_${d.state}_ignored` : `webhook_${d.state}` },
+      webhook: { source: d.source, deliveryId: d.deliveryId, state: d.state, eventType: d.eventType },
+    });
+  }
+
+  /** The one place a webhook's final state becomes the intent's end, without another provider call. */
+  async applyWebhook(d: WebhookDelivery): Promise<IntentOutcome> {
+    const s = this.status;
+    this.webhookVerdict = undefined;
+    this.needsInspection = false;
+    s.reservation = undefined;
+    s.resolvedByWebhook = { source: d.source, deliveryId: d.deliveryId, state: d.state };
+    const who = `${describeWebhookEntry(d)} (from ${d.source})`;
+    if (d.state === 'succeeded') {
+      s.lastEvidence = { sent: 'yes', decision: 'webhook_succeeded' };
+      s.result = { body: d.result ?? null, webhook: { source: d.source, deliveryId: d.deliveryId } };
+      return this.finish(Phase.succeeded, `${who}: the provider reports the operation succeeded`);
+    }
+    // Like an inspection that found a recorded failure: the provider saved it under the key, so it is final.
+    const evidence: Evidence = {
+      method: this.spec.action.method,
+      sent: 'yes',
+      status: d.error?.status ?? 500,
+      ...(d.error?.code !== undefined ? { code: d.error.code } : {}),
+    };
+    const decision = classify(evidence, { now: new Date(), codes: this.spec.codes });
+    s.lastEvidence = { ...summarize(evidence, decision), decision: `webhook_failed:${decision.kind}` };
+    return this.finish(
+      Phase.failed,
+      `${who}: the provider recorded the operation as failed (${describeEvidence(evidence)}); the same ` +
+        `idempotency key would replay that answer, so submit a new intent with a new key to try again`,
+    );
+  }
+
   // ---- the loop -----------------------------------------------------------------------------------------
 
   async run(): Promise<IntentOutcome> {
     this.publish();
     for (;;) {
+      if (this.webhookVerdict) return this.applyWebhook(this.webhookVerdict);
       if (this.status.cancelRequested !== undefined) return this.finish(Phase.cancelled, this.status.cancelRequested);
       if (this.dueAtMs !== undefined) {
         // Never sleep past the deadline (the policy gives up first; this guards state carried across runs).
@@ -380,10 +465,15 @@ class IntentRun {
     if (now < dueAt) {
       const asked = this.retryNowRequests;
       const woke = await condition(
-        () => this.status.cancelRequested !== undefined || this.retryNowRequests !== asked,
+        () =>
+          this.status.cancelRequested !== undefined ||
+          this.retryNowRequests !== asked ||
+          this.webhookVerdict !== undefined,
         dueAt - now,
         { summary: `wait until ${new Date(dueAt).toISOString()}` },
       );
+      // A webhook settled it: the loop applies it; the due time stays for nothing.
+      if (woke && this.webhookVerdict !== undefined) return;
       if (woke && this.status.cancelRequested === undefined) {
         // Retry now: as soon as the server permits, never before (invariant 2).
         const earliest = Math.max(Date.now(), this.permittedAtMs ?? 0);
@@ -443,11 +533,11 @@ class IntentRun {
     } catch (err) {
       if (isCancellation(err)) throw err;
       const hold = holdFromFailure(err);
-      if (hold) {
-        // Load control held the call: nothing was sent, so it was not an attempt.
-        s.attempts--;
-        return this.held(hold, 'dispatch');
-      }
+      // Load control held the call: nothing was sent, so it was not an attempt.
+      if (hold) s.attempts--;
+      // A webhook that arrived while the attempt was in flight already says how it ended (e.g. the answer was lost).
+      if (this.webhookVerdict) return this.applyWebhook(this.webhookVerdict);
+      if (hold) return this.held(hold, 'dispatch');
       s.held = undefined;
       const evidence = evidenceFromFailure(err, this.spec.action.method, 'dispatch');
       const decision = classify(evidence, { now: new Date(), codes: this.spec.codes });
@@ -585,16 +675,41 @@ class IntentRun {
       this.queues.inspect(this.spec.credential),
       `inspect attempt ${s.attempts} by idempotency key`,
     );
+    // The inspection races a webhook: a delivery that settles the outcome first cancels the (read-only) lookup,
+    // e.g. while it waits in the inspection queue behind the credential's rate limit.
+    const call = new CancellationScope();
+    const settled = call
+      .run(() =>
+        inspect({
+          idempotencyKey: this.spec.idempotencyKey,
+          credential: this.spec.credential,
+          inspection,
+          timeoutMs: this.spec.policy.attemptTimeoutMs,
+          codes: this.spec.codes,
+        }),
+      )
+      .then(
+        (found) => ({ kind: 'found', found }) as const,
+        (err: unknown) => ({ kind: 'error', err }) as const,
+      );
+    const watch = new CancellationScope();
+    const webhook = watch
+      .run(() => condition(() => this.webhookVerdict !== undefined))
+      .then(
+        () => ({ kind: 'webhook' }) as const,
+        () => ({ kind: 'unwatched' }) as const,
+      );
+    let first = await Promise.race([settled, webhook]);
+    if (first.kind === 'webhook' && this.webhookVerdict) {
+      call.cancel();
+      return this.applyWebhook(this.webhookVerdict);
+    }
+    watch.cancel();
+    if (first.kind !== 'found' && first.kind !== 'error') first = await settled;
     let found: InspectResult;
-    try {
-      found = await inspect({
-        idempotencyKey: this.spec.idempotencyKey,
-        credential: this.spec.credential,
-        inspection,
-        timeoutMs: this.spec.policy.attemptTimeoutMs,
-        codes: this.spec.codes,
-      });
-    } catch (err) {
+    if (first.kind === 'found') found = first.found;
+    else {
+      const err = first.err;
       if (isCancellation(err)) throw err;
       const hold = holdFromFailure(err);
       if (hold) {
@@ -924,6 +1039,7 @@ export async function intentWorkflow(spec: IntentSpec, options: IntentWorkflowOp
     run.retryNowRequests++;
     return answer;
   });
+  setHandler(webhookSignal, (delivery) => run.onWebhook(delivery));
   try {
     return await run.run();
   } catch (err) {

@@ -62,8 +62,8 @@ describe('importing the package', () => {
     expect(packages).toContain('@temporalio/worker');
   });
 
-  it('`retryq/proxy` and `retryq/policy` load no Temporal worker either', async () => {
-    for (const entry of ['retryq/proxy', 'retryq/policy']) {
+  it('`retryq/proxy`, `retryq/policy` and `retryq/webhooks` load no Temporal worker either', async () => {
+    for (const entry of ['retryq/proxy', 'retryq/policy', 'retryq/webhooks']) {
       const packages = new Set((await modulesLoadedBy(entry)).map(packageOf));
       expect(packages, entry).not.toContain('@temporalio/worker');
     }
@@ -73,7 +73,7 @@ describe('importing the package', () => {
 describe('package.json', () => {
   it('serves every entry point from dist/ with its types, and each file exists', () => {
     expect(Object.keys(pkg.exports).sort()).toEqual(
-      ['.', './package.json', './policy', './proxy', './testing', './worker', './workflows'].sort(),
+      ['.', './package.json', './policy', './proxy', './testing', './webhooks', './worker', './workflows'].sort(),
     );
     for (const [name, target] of Object.entries(pkg.exports)) {
       if (name === './package.json') continue;
@@ -105,6 +105,7 @@ describe('entry modules', () => {
     'retryq/proxy': 'src/proxy/index.ts',
     'retryq/policy': 'src/policy/index.ts',
     'retryq/testing': 'src/testing.ts',
+    'retryq/webhooks': 'src/webhooks/index.ts',
   };
 
   it('are the sources of the exports map', () => {

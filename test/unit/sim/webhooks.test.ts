@@ -2,6 +2,8 @@ import { createServer } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { Webhook } from 'standardwebhooks';
+import { DEFAULT_WEBHOOK_SECRET } from '../../../src/sim/index.js';
 import { useSimHarness, waitFor } from './sim-harness.js';
 
 const { start, call, track } = useSimHarness();
@@ -9,6 +11,21 @@ const { start, call, track } = useSimHarness();
 interface Delivery {
   headers: IncomingHttpHeaders;
   body: Record<string, unknown>;
+  raw: string;
+}
+
+/** Verifies a delivery as a Standard Webhooks receiver would; returns the library's error message or 'ok'. */
+function verifyWith(secret: string, d: Delivery): string {
+  try {
+    new Webhook(secret).verify(d.raw, {
+      'webhook-id': String(d.headers['webhook-id']),
+      'webhook-timestamp': String(d.headers['webhook-timestamp']),
+      'webhook-signature': String(d.headers['webhook-signature']),
+    });
+    return 'ok';
+  } catch (err) {
+    return (err as Error).message;
+  }
 }
 
 /** A real local webhook receiver that answers with the scripted statuses in turn (then 200). */
@@ -18,10 +35,8 @@ async function startReceiver(statuses: number[] = []): Promise<{ url: string; de
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      deliveries.push({
-        headers: req.headers,
-        body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>,
-      });
+      const raw = Buffer.concat(chunks).toString('utf8');
+      deliveries.push({ headers: req.headers, body: JSON.parse(raw) as Record<string, unknown>, raw });
       res.statusCode = statuses.shift() ?? 200;
       res.end();
     });
@@ -47,9 +62,11 @@ describe('completion webhooks', () => {
     expect(delivery?.body).toEqual({
       deliveryId: expect.stringMatching(/^dlv_/) as unknown,
       type: 'operation.succeeded',
+      status: 'succeeded',
       idempotencyKey: 'order-1',
       operationId: res.json['id'],
       createdAt: sim.operations()[0]?.createdAt,
+      result: sim.operations()[0]?.result,
     });
     expect(delivery?.headers['webhook-delivery-id']).toBe(delivery?.body['deliveryId']);
     expect(delivery?.headers['content-type']).toBe('application/json');
@@ -85,6 +102,8 @@ describe('completion webhooks', () => {
       redeliveries: 2,
       exhausted: 0,
       dropped: 0,
+      faultsSent: 0,
+      faultsAccepted: 0,
     });
   });
 
@@ -123,5 +142,36 @@ describe('completion webhooks', () => {
     await call(sim, { idempotencyKey: 'k' });
     await waitFor(() => receiver.deliveries.length === 2, 'two deliveries');
     expect(new Set(receiver.deliveries.map((d) => d.body['deliveryId'])).size).toBe(2);
+  });
+
+  it('sign every delivery with the Standard Webhooks scheme, webhook-id being the delivery id', async () => {
+    const receiver = await startReceiver();
+    const secret = 'whsec_' + Buffer.from('a-receiver-specific-secret').toString('base64');
+    const sim = await start({ scenario: { webhookUrl: receiver.url, webhookSecret: secret } });
+    await call(sim, { idempotencyKey: 'order-1' });
+    await waitFor(() => receiver.deliveries.length === 1, 'one delivery');
+    const [d] = receiver.deliveries;
+    expect(d!.headers['webhook-id']).toBe(d!.body['deliveryId']);
+    expect(verifyWith(secret, d!)).toBe('ok');
+    expect(verifyWith(DEFAULT_WEBHOOK_SECRET, d!)).toBe('No matching signature found');
+  });
+
+  it('send forged and stale copies before the event and an older pending event after it, when asked', async () => {
+    const receiver = await startReceiver([401, 401]);
+    const sim = await start({
+      scenario: { webhookUrl: receiver.url, webhookForged: 1, webhookStale: 1, webhookOutOfOrder: true },
+    });
+    await call(sim, { idempotencyKey: 'order-1' });
+    await waitFor(() => sim.metrics().webhooks.pending === 0 && receiver.deliveries.length === 4, 'four deliveries');
+    const [forged, stale, real, pending] = receiver.deliveries;
+    expect(forged!.body).toMatchObject({ type: 'operation.failed', status: 'failed', idempotencyKey: 'order-1' });
+    expect(verifyWith(DEFAULT_WEBHOOK_SECRET, forged!)).toBe('No matching signature found');
+    expect(verifyWith(DEFAULT_WEBHOOK_SECRET, stale!)).toBe('Message timestamp too old');
+    expect(verifyWith(DEFAULT_WEBHOOK_SECRET, real!)).toBe('ok');
+    expect(real!.body).toMatchObject({ type: 'operation.succeeded', status: 'succeeded' });
+    expect(verifyWith(DEFAULT_WEBHOOK_SECRET, pending!)).toBe('ok');
+    expect(pending!.body).toMatchObject({ type: 'operation.pending', status: 'pending', idempotencyKey: 'order-1' });
+    expect(pending!.body['deliveryId']).not.toBe(real!.body['deliveryId']);
+    expect(sim.metrics().totals.webhookDeliveries).toMatchObject({ faultsSent: 2, faultsAccepted: 0, delivered: 2 });
   });
 });
