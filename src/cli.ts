@@ -33,16 +33,19 @@ import type { ParseArgsConfig } from 'node:util';
 import { RetryqClient, isFinal } from './client.js';
 import { loadConfig, resolveSecrets, resolveWebhookSecrets } from './config.js';
 import type { RetryqConfig } from './config.js';
-import { startDev } from './dev.js';
+import { claimDataDir, startDev } from './dev/session.js';
 import { describeWebhookEntry } from './intent.js';
 import { untilStopped } from './stop-signals.js';
 import type { IntentInput, IntentStatus } from './intent.js';
 import { evidenceText } from './policy/index.js';
 import { projectRoot, resolveTemporalCli, resolveTestServer } from './temporal/binaries.js';
+import type { ServerRestartsExhaustedError } from './errors.js';
 import {
   ConfigError,
   CredentialNotFoundError,
   CredentialNotServedError,
+  DataDirError,
+  DataDirInUseError,
   IdempotencyConflictError,
   IntentAlreadyEndedError,
   IntentNotFoundError,
@@ -137,33 +140,35 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
       ? { rateLimitPerMinute: positiveInt('--demo-rate-limit', values['demo-rate-limit']) }
       : {}),
   };
-  const logFile = path.join(config.dev.dataDir, 'retryq-dev.log');
   const metricsPort = config.metricsPort ?? DEFAULT_METRICS_PORT;
   const sdkMetricsAddress = await sdkMetricsAddressFor(metricsPort);
-  installRuntime({ level: 'INFO', coreLevel: 'WARN', logFile, sdkMetricsAddress });
   const webhookSecrets = new Map<string, readonly string[]>(resolveWebhookSecrets(config.webhooks.sources));
-  if (config.webhooks.sources.length > 0)
-    await assertPortFree(config.webhooks.ip, config.webhooks.port, 'webhook receiver, RETRYQ_WEBHOOK_PORT');
-  let sim: Awaited<ReturnType<typeof startProviderSim>> | undefined;
-  if (withDemo) {
-    await assertPortFree('127.0.0.1', config.dev.simPort, 'simulated provider, RETRYQ_DEV_SIM_PORT');
-    sim = await startProviderSim({ port: config.dev.simPort, scenario: demoScenario(size) });
-  }
-  const devConfig = sim ? { ...config, credentials: [...config.credentials, demoCredential()] } : config;
-  const secrets = new Map(resolveSecrets(config.credentials));
-  if (sim) secrets.set(DEMO_CREDENTIAL, DEMO_API_KEY);
   const webhookSources = [...config.webhooks.sources];
-  if (sim) {
+  if (withDemo) {
     webhookSources.push(demoWebhookSource());
     webhookSecrets.set(DEMO_WEBHOOK_SOURCE, [DEMO_WEBHOOK_SECRET]);
   }
+  // First the data dir: a second `retryq dev` on it is refused before it takes any port.
+  const dataDir = await claimDataDir(config, io.err, sdkMetricsAddress);
+  let sim: Awaited<ReturnType<typeof startProviderSim>> | undefined;
+  let metrics: Awaited<ReturnType<typeof startMetrics>> | undefined;
   let dev: Awaited<ReturnType<typeof startDev>>;
-  const metrics = await startMetrics(metricsPort, sdkMetricsAddress);
+  const devConfig = withDemo ? { ...config, credentials: [...config.credentials, demoCredential()] } : config;
   try {
-    dev = await startDev({ config: devConfig, secrets, log: io.err, metrics: metrics.metrics });
+    if (config.webhooks.sources.length > 0)
+      await assertPortFree(config.webhooks.ip, config.webhooks.port, 'webhook receiver, RETRYQ_WEBHOOK_PORT');
+    if (withDemo) {
+      await assertPortFree('127.0.0.1', config.dev.simPort, 'simulated provider, RETRYQ_DEV_SIM_PORT');
+      sim = await startProviderSim({ port: config.dev.simPort, scenario: demoScenario(size) });
+    }
+    const secrets = new Map(resolveSecrets(config.credentials));
+    if (withDemo) secrets.set(DEMO_CREDENTIAL, DEMO_API_KEY);
+    metrics = await startMetrics(metricsPort, sdkMetricsAddress);
+    dev = await startDev({ config: devConfig, secrets, log: io.err, metrics: metrics.metrics, dataDir });
   } catch (err) {
     await sim?.close();
-    await metrics.close();
+    await metrics?.close();
+    await dataDir.release();
     throw err;
   }
   // The webhook receiver: on the configured port when sources are configured, else (demo only) on a free port.
@@ -196,7 +201,8 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
     '',
     'retryq is running.',
     dev.uiUrl ? `  Temporal UI:   ${dev.uiUrl}/namespaces/${config.temporal.namespace}/workflows` : undefined,
-    `  Temporal:      ${config.temporal.address} (namespace ${config.temporal.namespace})`,
+    `  Temporal:      ${config.temporal.address} (namespace ${config.temporal.namespace}` +
+      `${dev.server ? `, server pid ${dev.server.pid}, supervised` : ''})`,
     `  Task queues:   ${config.taskQueuePrefix}.workflows` +
       (devConfig.credentials.length
         ? `, ${config.taskQueuePrefix}.{actions,inspect}.{${devConfig.credentials.map((c) => c.id).join(',')}}`
@@ -205,7 +211,7 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
     hooks
       ? `  Webhooks:      ${webhookSources.map((s) => `${hooks.url}/webhooks/${s.name}`).join(', ')} (metrics: ${hooks.url}/metrics)`
       : undefined,
-    `  Worker log:    ${logFile}`,
+    `  Log:           ${dev.logFile} (workers, SDK${dev.server ? ', Temporal server' : ''})`,
     '  Stop with Ctrl-C (drains the workers, then stops the server).',
     '',
   ];
@@ -257,14 +263,31 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
       (err: unknown) => io.err(`Demo stopped: ${err instanceof Error ? err.message : String(err)}`),
     );
   }
-  const first = await Promise.race([untilStopped({ exitOnSecondSignal: true }).then(() => 'signal' as const), failed]);
+  let serverGaveUp: ServerRestartsExhaustedError | undefined;
+  const gaveUp = dev.serverGaveUp.then((err) => {
+    serverGaveUp = err;
+    return 'server gave up' as const;
+  });
+  const first = await Promise.race([
+    untilStopped({ exitOnSecondSignal: true }).then(() => 'signal' as const),
+    failed,
+    gaveUp,
+  ]);
   stopDemo.abort();
-  io.err(first === 'signal' ? 'Stopping: draining workers…' : 'The workers stopped; shutting down…');
+  io.err(
+    first === 'signal'
+      ? 'Stopping: draining workers…'
+      : first === 'failed'
+        ? 'The workers stopped; shutting down…'
+        : 'Stopping the workers: the Temporal server is gone…',
+  );
   await hooks?.close();
-  await dev.stop();
+  // Without a server the workers cannot finish their tasks: do not wait the whole drain for them.
+  await (serverGaveUp ? Promise.race([dev.stop(), new Promise((r) => setTimeout(r, 10_000))]) : dev.stop());
   await sim?.close();
   await metrics.close();
   io.err('Stopped.');
+  if (serverGaveUp) throw serverGaveUp;
   if (workerError !== undefined) throw workerError instanceof Error ? workerError : new Error('worker failed');
   return ExitCode.ok;
 }
@@ -712,7 +735,8 @@ export async function main(argv: string[]): Promise<number> {
 /** The exit code of each error a user can reach. */
 function exitCodeOf(err: RetryqError): number {
   if (err instanceof UsageError || err instanceof IntentValidationError) return ExitCode.usage;
-  if (err instanceof ConfigError) return ExitCode.config;
+  if (err instanceof ConfigError || err instanceof DataDirError || err instanceof DataDirInUseError)
+    return ExitCode.config;
   if (err instanceof IntentAlreadyEndedError) return ExitCode.alreadyEnded;
   if (err instanceof IntentNotFoundError) return ExitCode.notFound;
   if (err instanceof IdempotencyConflictError) return ExitCode.conflict;

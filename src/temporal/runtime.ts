@@ -2,8 +2,9 @@
  * Installs the Temporal worker runtime once per process with retryq's logging choices and without the SDK's own
  * signal handlers: retryq's CLI handles SIGINT/SIGTERM itself so it can drain workers before stopping the server.
  *
- * With `logFile`, SDK logs go to that file as JSON lines (the terminal stays readable for the demo) and only
- * errors are also printed to stderr.
+ * With `log` (`retryq dev`), the SDK's logs, the native core's included, go to that file as JSON lines (the
+ * terminal stays readable for the demo, and a Temporal server's outage does not flood it with the core's
+ * reconnect warnings); only the TypeScript SDK's errors are also printed to stderr.
  *
  * @example
  * ```ts
@@ -11,10 +12,9 @@
  * installRuntime({ level: 'WARN' }); // before creating any Worker or NativeConnection
  * ```
  */
-import { createWriteStream, mkdirSync } from 'node:fs';
-import path from 'node:path';
 import { DefaultLogger, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
 import type { LogEntry, LogLevel } from '@temporalio/worker';
+import type { JsonLog } from '../dev/log-file.js';
 
 let installed = false;
 let installedMetricsAddress: string | undefined;
@@ -24,8 +24,8 @@ export interface RuntimeSetup {
   level?: LogLevel;
   /** Lowest level logged by the native core. @default 'ERROR' (its WARNs are routine for time-skipping tests) */
   coreLevel?: LogLevel;
-  /** Write logs here (JSON lines) instead of stderr; errors are still printed to stderr. */
-  logFile?: string;
+  /** Write logs here (JSON lines), the native core's too, instead of stderr; SDK errors are still printed to stderr. */
+  log?: JsonLog;
   /**
    * `host:port` where the SDK's own Prometheus exporter listens (the workers' metrics: task slots, poll and
    * schedule-to-start latencies, sticky cache, and retryq's counters emitted through the SDK's metric meter).
@@ -35,13 +35,13 @@ export interface RuntimeSetup {
   sdkMetricsAddress?: string | undefined;
 }
 
-function logToFile(file: string): (entry: LogEntry) => void {
-  mkdirSync(path.dirname(file), { recursive: true });
-  const stream = createWriteStream(file, { flags: 'a' });
+function logTo(log: JsonLog): (entry: LogEntry) => void {
   return (entry) => {
     const at = new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString();
-    stream.write(JSON.stringify({ at, level: entry.level, message: entry.message, ...entry.meta }) + '\n');
-    if (entry.level === 'ERROR') process.stderr.write(`${at} [ERROR] ${entry.message}\n`);
+    log.write({ at, level: entry.level, message: entry.message, ...entry.meta });
+    // The core's errors during a server outage are what the supervisor reports in its own words.
+    if (entry.level === 'ERROR' && entry.meta?.['sdkComponent'] !== 'core')
+      process.stderr.write(`${at} [ERROR] ${entry.message}\n`);
   };
 }
 
@@ -57,10 +57,14 @@ export function installRuntime(setup: RuntimeSetup = {}): void {
   installedMetricsAddress = setup.sdkMetricsAddress;
   const level = setup.level ?? 'WARN';
   Runtime.install({
-    logger: setup.logFile ? new DefaultLogger(level, logToFile(setup.logFile)) : new DefaultLogger(level),
+    logger: setup.log ? new DefaultLogger(level, logTo(setup.log)) : new DefaultLogger(level),
     shutdownSignals: [],
     telemetryOptions: {
-      logging: { filter: makeTelemetryFilterString({ core: setup.coreLevel ?? 'ERROR', other: level }) },
+      logging: {
+        filter: makeTelemetryFilterString({ core: setup.coreLevel ?? 'ERROR', other: level }),
+        // With a log file, the core's lines go through the logger above (to the file), not straight to stderr.
+        ...(setup.log ? { forward: {} } : {}),
+      },
       ...(setup.sdkMetricsAddress
         ? {
             metrics: {

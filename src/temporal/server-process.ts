@@ -8,7 +8,10 @@
  * - notices a child that exits during start-up and reports its exit code and last log lines at once;
  * - waits for readiness with a real gRPC call, not a fixed delay;
  * - runs the child in its own process group, so a terminal's Ctrl-C reaches retryq first and retryq can drain
- *   its workers before it stops the server, and kills the group if retryq itself exits.
+ *   its workers before it stops the server, and kills the group if retryq itself exits;
+ * - gives the child a watchdog: a tiny `sh` that reads a pipe from retryq and, when that pipe closes because
+ *   retryq died in any way (SIGKILL included, where no exit handler runs), stops the server's process group. A
+ *   server can therefore not outlive the retryq process that started it.
  *
  * @example
  * ```ts
@@ -109,6 +112,38 @@ function killAllOnExit(): void {
   });
 }
 
+/**
+ * Watches this process on behalf of the process group `pgid`: `sh` blocks reading a pipe whose other end only
+ * this process holds (Node opens its pipes close-on-exec, so no other child inherits it). When this process
+ * ends, however it ends, the kernel closes that end, `read` returns, and the watchdog sends the group SIGTERM,
+ * then SIGKILL if it is still there 5 s later. The watchdog runs in its own session, so a terminal's Ctrl-C or hang-up does not end
+ * it first. `dismiss()` ends it without touching the group (after the server stopped, or died on its own).
+ */
+function startWatchdog(pgid: number): { dismiss: () => void } {
+  const script =
+    'read _ignored; kill -s TERM -- "-$1" 2>/dev/null || exit 0; ' +
+    'for _ in 1 2 3 4 5 6 7 8 9 10; do sleep 0.5; kill -s 0 -- "-$1" 2>/dev/null || exit 0; done; ' +
+    'kill -s KILL -- "-$1" 2>/dev/null';
+  let dog: ChildProcess;
+  try {
+    dog = spawn('/bin/sh', ['-c', script, 'retryq-server-watchdog', String(pgid)], {
+      stdio: ['pipe', 'ignore', 'ignore'],
+      detached: true,
+    });
+  } catch {
+    return { dismiss: () => undefined }; // no sh: the exit handler still covers every exit but SIGKILL
+  }
+  dog.on('error', () => undefined);
+  dog.stdin?.on('error', () => undefined);
+  dog.unref();
+  (dog.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+  return {
+    dismiss: () => {
+      if (dog.exitCode === null && dog.signalCode === null) dog.kill('SIGKILL');
+    },
+  };
+}
+
 interface LaunchSpec {
   what: string;
   command: string;
@@ -140,6 +175,8 @@ async function launch(spec: LaunchSpec): Promise<ManagedServer> {
   killAllOnExit();
   const child = spawn(spec.command, spec.args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   live.add(child);
+  const watchdog = child.pid ? startWatchdog(child.pid) : undefined;
+  child.once('exit', () => watchdog?.dismiss());
   child.stdout.on('data', remember);
   child.stderr.on('data', remember);
 
