@@ -3,7 +3,11 @@
  * job, on the same server, with SDK defaults. Bundled on its own (nothing from retryq).
  */
 import { proxyActivities, sleep } from '@temporalio/workflow';
-import type { BareActivities } from './scale-activities.js';
+
+/** The bare baseline's one activity (bench/scale-worker.mjs): the same HTTP request retryq's dispatch sends. */
+interface BareActivities {
+  call(url: string, key: string): Promise<number>;
+}
 
 const { call } = proxyActivities<BareActivities>({ startToCloseTimeout: '30s', retry: { maximumAttempts: 1 } });
 

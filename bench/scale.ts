@@ -3,7 +3,8 @@
  * object to stdout; progress goes to stderr.
  *
  * Every part runs against its own Temporal dev server (in memory, free ports) started by this process; workers run
- * in forked child processes (bench/scale-worker.ts) so their memory and CPU are measured per process; the provider
+ * in forked child processes (bench/scale-worker.mjs: plain `node` on the built dist/, as `retryq worker` runs in
+ * production) so their memory and CPU are measured per process; the provider
  * is a small HTTP server in this process. Parts, each with its baseline in the same run:
  *
  * a. **sleeping**: `--intents` intents submitted (`--in-flight` at a time) against a provider that answers
@@ -25,8 +26,8 @@
  *
  * Flags: `--intents N` (default 1000; 10000 for the goal measurement), `--complete N` (500), `--rounds N` (2),
  * `--wake N` (default: --intents), `--wake-budget N` (requests/min, default 3000), `--in-flight N` (50),
- * `--cache N` (retryq's maxCachedWorkflows) and `--task-concurrency N` (its workflow-task concurrency), both
- * defaulting to retryq's defaults, `--only a,b,c`, `--sides retryq,bareTimer,bareCallThenTimer` (part a).
+ * `--cache N` (retryq's maxCachedWorkflows), `--task-concurrency N` (its workflow-task concurrency) and
+ * `--sticky-timeout MS` (its sticky-queue schedule-to-start timeout), all defaulting to retryq's defaults, `--only a,b,c`, `--sides retryq,bareTimer,bareCallThenTimer` (part a).
  */
 import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -41,13 +42,12 @@ import { Client, Connection } from '@temporalio/client';
 import type { WorkflowHandle } from '@temporalio/client';
 import { RetryqClient, workflowIdOf } from '../src/client.js';
 import { credentialSchema, defaultWorkerTuning } from '../src/config.js';
-import type { CredentialConfig } from '../src/config.js';
+import type { CredentialConfig, WorkerTuning } from '../src/config.js';
 import type { IntentInput } from '../src/intent.js';
 import { resolveTemporalCli } from '../src/temporal/binaries.js';
 import { registerSearchAttributes } from '../src/temporal/register-search-attributes.js';
 import { freePort, startDevServer } from '../src/temporal/server-process.js';
 import type { ManagedServer } from '../src/temporal/server-process.js';
-import type { WorkerSpec } from './scale-worker.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -76,6 +76,9 @@ const opts = {
   taskConcurrency: process.argv.includes('--task-concurrency')
     ? flag('task-concurrency', defaultWorkerTuning.workflowTaskConcurrency)
     : undefined,
+  stickyTimeoutMs: process.argv.includes('--sticky-timeout')
+    ? flag('sticky-timeout', defaultWorkerTuning.stickyQueueTimeoutMs)
+    : undefined,
 };
 const sidesAt = process.argv.indexOf('--sides');
 const allSides = ['bareTimer', 'retryq', 'bareCallThenTimer'] as const;
@@ -83,10 +86,11 @@ const sides = allSides.filter((side) =>
   sidesAt < 0 ? true : (process.argv[sidesAt + 1] ?? '').split(',').includes(side),
 );
 const tuning =
-  opts.cache !== undefined || opts.taskConcurrency !== undefined
+  opts.cache !== undefined || opts.taskConcurrency !== undefined || opts.stickyTimeoutMs !== undefined
     ? {
         ...(opts.cache !== undefined ? { maxCachedWorkflows: opts.cache } : {}),
         ...(opts.taskConcurrency !== undefined ? { workflowTaskConcurrency: opts.taskConcurrency } : {}),
+        ...(opts.stickyTimeoutMs !== undefined ? { stickyQueueTimeoutMs: opts.stickyTimeoutMs } : {}),
       }
     : undefined;
 const log = (msg: string) => process.stderr.write(`[bench:scale ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
@@ -209,6 +213,18 @@ async function stopEnv(env: Env): Promise<void> {
   servers.delete(env.server);
 }
 
+/** What a forked worker (bench/scale-worker.mjs) is told to run. */
+export interface WorkerSpec {
+  mode: 'retryq' | 'bare';
+  address: string;
+  namespace: string;
+  metricsPort: number;
+  /** retryq: the task-queue prefix. bare: the task queue. */
+  queue: string;
+  credential: CredentialConfig;
+  tuning?: Partial<WorkerTuning> | undefined;
+}
+
 interface WorkerChild {
   pid: number;
   metrics: () => Promise<Metrics>;
@@ -220,8 +236,8 @@ async function startWorker(
   spec: Omit<WorkerSpec, 'address' | 'namespace' | 'metricsPort'>,
 ): Promise<WorkerChild> {
   const metricsPort = await freePort();
-  const child = fork(path.join(here, 'scale-worker.ts'), [], {
-    execArgv: ['--import', 'tsx'],
+  const child = fork(path.join(here, 'scale-worker.mjs'), [], {
+    execArgv: [],
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
   children.add(child);
@@ -287,7 +303,6 @@ function credential(requestsPerMinute: number): CredentialConfig {
     secretEnv: 'BENCH_KEY',
     requestsPerMinute,
     concurrency: 50,
-    inspectRequestsPerMinute: 600_000,
     inspectConcurrency: 4,
   });
 }
@@ -341,7 +356,14 @@ async function sleepingSide(side: Side, provider: Provider, n: number) {
     const submittedMs = performance.now() - t0;
     // Asleep = every workflow task up to the timer has run: 1 per bare sleeper, 2 per workflow with a call first.
     const tasksPerWorkflow = side === 'bareTimer' ? 1 : 2;
+    // retryq: every intent is `waiting` (upserted in the workflow task that starts its timer). With load control,
+    // only the first calls reach the provider; the 429 closes the credential's gate and the rest are held, asleep
+    // without a call of their own.
     const settledAt = await waitFor(`${side}: ${n} asleep`, 600_000 + n * 200, async () => {
+      if (side === 'retryq')
+        return (
+          (await env.client.workflow.count(`TaskQueue = "${queue}.workflows" AND RetryPhase = "waiting"`)).count >= n
+        );
       const calls = side === 'bareTimer' || provider.count('sleep') - before >= n;
       return calls && wftDone(await worker.metrics()) - wft0 >= n * tasksPerWorkflow;
     });
@@ -359,6 +381,7 @@ async function sleepingSide(side: Side, provider: Provider, n: number) {
       n,
       settleS: round2((settledAt - t0) / 1000),
       submitAllS: round2(submittedMs / 1000),
+      providerCalls: provider.count('sleep') - before,
       startLatencyMs: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) },
       workerRssMb: {
         idle: idle.workerMb,
@@ -462,7 +485,7 @@ async function wakeStorm(provider: Provider, k: number, settleRatePerS: number |
     const cred = credential(opts.wakeBudget);
     const worker = await startWorker(env, { mode: 'retryq', queue: 'scale-c', credential: cred, tuning });
     const retryq = new RetryqClient({ client: env.client, taskQueuePrefix: 'scale-c', requireServedCredential: false });
-    const estimateS = k / (settleRatePerS ?? 10);
+    const estimateS = k / (settleRatePerS ?? 4);
     provider.wakeAtMs = Date.now() + Math.ceil(estimateS * 1.5 * 1000) + 20_000;
     const before = await worker.metrics();
     const wft0 = wftDone(before);
@@ -585,6 +608,7 @@ async function main() {
       ...opts,
       maxCachedWorkflows: opts.cache ?? defaultWorkerTuning.maxCachedWorkflows,
       workflowTaskConcurrency: defaultWorkerTuning.workflowTaskConcurrency,
+      stickyQueueTimeoutMs: opts.stickyTimeoutMs ?? defaultWorkerTuning.stickyQueueTimeoutMs,
     },
   };
   const t0 = performance.now();

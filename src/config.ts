@@ -150,7 +150,9 @@ export interface WorkerTuning {
    * Intent workflows kept in the worker's cache (Temporal's `maxCachedWorkflows`). A cached intent answers
    * `status` and wakes without a replay; an evicted one is replayed from its history (tens of events) first.
    * A cached intent costs about 0.45 MB of worker memory (docs/operations.md); keep it at least the number of
-   * intents active at once (dispatching or answering queries), or they replay on every workflow task.
+   * intents active at once (dispatching or answering queries), or they replay on every workflow task. `0` turns the
+   * cache off: no sticky queue, so a wake-up storm causes no sticky-queue timeouts and a dead worker's intents move
+   * on at once, for about 1.7 × the worker CPU per workflow task (every task replays the intent's history).
    * @default 100
    */
   maxCachedWorkflows: number;
@@ -162,12 +164,21 @@ export interface WorkerTuning {
    * @default 10
    */
   workflowTaskConcurrency: number;
+  /**
+   * How long a workflow task may wait on this worker's sticky queue before Temporal hands it to any worker
+   * (Temporal's `stickyQueueScheduleToStartTimeout`), in ms. Short: a dead worker's intents move on within it. Long:
+   * a worker busy with a wake-up storm keeps more of its tasks instead of another worker replaying them
+   * (docs/operations.md, "Behaviour under faults").
+   * @default 5000
+   */
+  stickyQueueTimeoutMs: number;
 }
 
 /** The defaults of {@link WorkerTuning}. */
 export const defaultWorkerTuning: Readonly<WorkerTuning> = Object.freeze({
   maxCachedWorkflows: 100,
   workflowTaskConcurrency: 10,
+  stickyQueueTimeoutMs: 5_000,
 });
 
 /** The zod rules of {@link WorkerTuning}: each field, and concurrency within the cache. */
@@ -183,6 +194,11 @@ export const workerTuningSchema = z
       .int('must be a whole number')
       .min(2, 'must be at least 2')
       .max(10_000, 'must be at most 10000'),
+    stickyQueueTimeoutMs: z
+      .number()
+      .int('must be a whole number of ms')
+      .min(1_000, 'must be at least 1000 (ms)')
+      .max(600_000, 'must be at most 600000 (ms)'),
   })
   .superRefine((t, ctx) => {
     if (t.maxCachedWorkflows >= 2 && t.workflowTaskConcurrency > t.maxCachedWorkflows)
@@ -250,6 +266,11 @@ export const CONFIG_VARIABLES = [
     'RETRYQ_WORKFLOW_TASK_CONCURRENCY',
     String(defaultWorkerTuning.workflowTaskConcurrency),
     'workflow tasks a worker runs at once',
+  ],
+  [
+    'RETRYQ_STICKY_QUEUE_TIMEOUT_MS',
+    String(defaultWorkerTuning.stickyQueueTimeoutMs),
+    "ms a workflow task waits on its worker's sticky queue before any worker may take it",
   ],
   ['RETRYQ_DATA_DIR', '.data', 'embedded dev server: folder of its SQLite file'],
   ['RETRYQ_DEV_IP', '127.0.0.1', 'embedded dev server: address to bind'],
@@ -388,6 +409,7 @@ export function loadConfig(env: Env = process.env): RetryqConfig {
 const workerTuningVariables: Record<keyof WorkerTuning, string> = {
   maxCachedWorkflows: 'RETRYQ_MAX_CACHED_WORKFLOWS',
   workflowTaskConcurrency: 'RETRYQ_WORKFLOW_TASK_CONCURRENCY',
+  stickyQueueTimeoutMs: 'RETRYQ_STICKY_QUEUE_TIMEOUT_MS',
 };
 
 function loadWorkerTuning(raw: (name: string) => string | undefined, problems: Problem[]): WorkerTuning {
@@ -416,8 +438,17 @@ function loadWorkerTuning(raw: (name: string) => string | undefined, problems: P
   return { ...defaultWorkerTuning };
 }
 
-function parseCredentials(text: string | undefined, problems: Problem[]): CredentialConfig[] {
-  const variable = 'RETRYQ_CREDENTIALS';
+/**
+ * One JSON variable read through `schema`; `[]` when it is unset or has problems (each one recorded, naming the path
+ * inside the variable). `example` is the shape shown when the text is not JSON at all.
+ */
+function parseJsonVariable<T>(
+  variable: string,
+  text: string | undefined,
+  schema: z.ZodType<T[]>,
+  example: string,
+  problems: Problem[],
+): T[] {
   if (text === undefined) return [];
   let json: unknown;
   try {
@@ -425,22 +456,34 @@ function parseCredentials(text: string | undefined, problems: Problem[]): Creden
   } catch (err) {
     problems.push({
       path: variable,
-      message: `must be a JSON array like [{"id":"acme-prod","secretEnv":"ACME_PROD_KEY"}] (${(err as Error).message})`,
+      message: `must be a JSON array like ${example} (${(err as Error).message})`,
       received: text,
     });
     return [];
   }
-  const parsed = z.array(credentialSchema).safeParse(json, { error: wordsBesideReceived });
+  const parsed = schema.safeParse(json, { error: wordsBesideReceived });
   if (!parsed.success) {
     problems.push(...problemsFromZod(parsed.error, { input: json, received: true, prefix: variable }));
     return [];
   }
+  return parsed.data;
+}
+
+function parseCredentials(text: string | undefined, problems: Problem[]): CredentialConfig[] {
+  const variable = 'RETRYQ_CREDENTIALS';
+  const credentials = parseJsonVariable(
+    variable,
+    text,
+    z.array(credentialSchema),
+    '[{"id":"acme-prod","secretEnv":"ACME_PROD_KEY"}]',
+    problems,
+  );
   const seen = new Set<string>();
-  parsed.data.forEach((c, i) => {
+  credentials.forEach((c, i) => {
     if (seen.has(c.id)) problems.push({ path: `${variable}[${i}].id`, message: 'must be unique', received: c.id });
     seen.add(c.id);
   });
-  return parsed.data;
+  return credentials;
 }
 
 /** `1048576`, `512KiB`, `1MiB` (also `KB`/`MB` as the binary units) → bytes, between 1 KiB and 64 MiB. */
@@ -463,27 +506,14 @@ function byteSize(variable: string, text: string | undefined, fallback: number, 
 }
 
 function parseWebhookSources(text: string | undefined, problems: Problem[]): WebhookSource[] {
-  const variable = 'RETRYQ_WEBHOOK_SOURCES';
-  if (text === undefined) return [];
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    problems.push({
-      path: variable,
-      received: text,
-      message:
-        'must be a JSON array like [{"name":"acme","verify":{"scheme":"standard-webhooks","secretEnv":"ACME_WEBHOOK_SECRET"},' +
-        `"mapping":{"key":"idempotencyKey","state":"status"}}] (${(err as Error).message})`,
-    });
-    return [];
-  }
-  const parsed = webhookSourcesSchema.safeParse(json);
-  if (!parsed.success) {
-    problems.push(...problemsFromZod(parsed.error, { input: json, received: true, prefix: variable }));
-    return [];
-  }
-  return parsed.data;
+  return parseJsonVariable(
+    'RETRYQ_WEBHOOK_SOURCES',
+    text,
+    webhookSourcesSchema,
+    '[{"name":"acme","verify":{"scheme":"standard-webhooks","secretEnv":"ACME_WEBHOOK_SECRET"},' +
+      '"mapping":{"key":"idempotencyKey","state":"status"}}]',
+    problems,
+  );
 }
 
 /**

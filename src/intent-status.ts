@@ -180,7 +180,13 @@ export interface IntentStatus {
   finalReason?: string | undefined;
   reservation?: Reservation | undefined;
   cancelRequested?: string | undefined;
+  /**
+   * Since when (ISO) the intent's dispatches have not reached the provider (connection refused, DNS failure): they
+   * use no attempt and are retried until the deadline. Cleared by the next call that is sent.
+   */
+  unreachableSince?: string | undefined;
   /** While the credential's load control holds this intent's next call (nothing sent, not an attempt): why. */
+
   held?: HeldBy | undefined;
   /** While the current dispatch has waited longer than the stall time for a worker to start it. */
   stalled?: StalledDispatch | undefined;

@@ -36,6 +36,7 @@ import type { NativeConnection, WorkflowBundleWithSourceMap } from '@temporalio/
 import { Agent } from 'undici';
 import type { Dispatcher } from 'undici';
 import { createActivities } from './activities/index.js';
+import { HEARTBEAT_EVERY_MS } from './activities/heartbeat.js';
 import type { CredentialStore } from './activities/index.js';
 import { budgetOf, defaultWorkerTuning, workerTuningSchema } from './config.js';
 import { ConfigError } from './errors.js';
@@ -169,11 +170,22 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
         // Set, not derived from the heap: memory stays bounded however many intents sleep (docs/operations.md).
         maxCachedWorkflows: tuning.maxCachedWorkflows,
         maxConcurrentWorkflowTaskExecutions: tuning.workflowTaskConcurrency,
+        // A dead worker's intents move to another worker this long after their next task landed on its sticky
+        // queue (docs/operations.md, "Behaviour under faults"; Temporal's default is 10 s).
+        stickyQueueScheduleToStartTimeout: tuning.stickyQueueTimeoutMs,
       }),
     );
     // The credentials' entity workflows, on their own queue: a burst of intent tasks never delays a send slot.
     if (loadControl)
-      workers.push(await Worker.create({ connection, namespace, taskQueue: queues.credentials, workflowBundle }));
+      workers.push(
+        await Worker.create({
+          connection,
+          namespace,
+          taskQueue: queues.credentials,
+          workflowBundle,
+          stickyQueueScheduleToStartTimeout: tuning.stickyQueueTimeoutMs,
+        }),
+      );
   }
   for (const c of config.credentials) {
     if (roles.actions)
@@ -184,6 +196,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
           taskQueue: queues.actions(c.id),
           activities: { dispatch: activities.dispatch },
           maxConcurrentActivityTaskExecutions: c.concurrency,
+          maxHeartbeatThrottleInterval: HEARTBEAT_EVERY_MS,
           // Without load control: Temporal's task-queue rate limit (applied per partition: rate ÷ partitions).
           ...(loadControl ? {} : { maxTaskQueueActivitiesPerSecond: budgetOf(c).dispatchPerMinute / 60 }),
         }),
@@ -196,6 +209,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
           taskQueue: queues.inspect(c.id),
           activities: { inspect: activities.inspect },
           maxConcurrentActivityTaskExecutions: c.inspectConcurrency,
+          maxHeartbeatThrottleInterval: HEARTBEAT_EVERY_MS,
           ...(loadControl ? {} : { maxTaskQueueActivitiesPerSecond: budgetOf(c).inspectPerMinute / 60 }),
         }),
       );

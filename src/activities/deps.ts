@@ -1,9 +1,13 @@
 /** What the activities need from the worker process, injected by `createActivities` (tests pass their own). */
+import { Context } from '@temporalio/activity';
 import type { Dispatcher } from 'undici';
 import { credentialHeldFailure, dispatchFailure } from '../failures.js';
 import { describeEvidence } from '../policy/evidence-text.js';
 import type { CredentialGates } from '../load-control/credential-gates.js';
 import type { Decision, Evidence, Purpose } from '../policy/index.js';
+import { whileHeartbeating } from './heartbeat.js';
+import { callProvider, secretsOf } from './provider-call.js';
+import type { ProviderCall, ProviderOutcome } from './provider-call.js';
 
 /** Turns a credential id into the request headers that authenticate it. Secrets stay inside. */
 export interface CredentialStore {
@@ -100,4 +104,33 @@ export function credentialHeaders(
       (err as Error).message,
     );
   }
+}
+
+/**
+ * One provider call made with a credential, as dispatch and inspection both make it: the credential's auth headers
+ * (its secrets cut from anything the provider quotes back), a slot from the credential's load control, and
+ * heartbeats while waiting for the slot and the answer (a dead worker is noticed in seconds, a cancel aborts the call).
+ */
+export function credentialedCall(
+  deps: ActivityDeps,
+  credential: string,
+  target: string,
+  call: Omit<ProviderCall, 'dispatcher' | 'clock' | 'signal' | 'redact'>,
+): Promise<ProviderOutcome> {
+  const auth = credentialHeaders(deps, credential, call.method, call.purpose, target);
+  return whileHeartbeating(async (sending) => {
+    const signal = Context.current().cancellationSignal;
+    await admitCall(deps, credential, call.method, call.purpose, signal);
+    // A cancel from here on aborts a request that may reach the provider: the call's evidence says so.
+    if (signal.aborted) throw signal.reason;
+    sending();
+    return callProvider({
+      ...call,
+      headers: { ...call.headers, ...auth },
+      dispatcher: deps.http,
+      clock: deps.clock,
+      signal,
+      redact: secretsOf(auth),
+    });
+  });
 }

@@ -5,14 +5,12 @@
  * secret is added here, from worker config, and never returned or logged (invariant 9). Success returns the
  * provider's answer; every other outcome throws a typed `ApplicationFailure` carrying the evidence.
  */
-import { Context } from '@temporalio/activity';
 import { dispatchFailure } from '../failures.js';
 import { describeTarget } from '../intent.js';
 import type { Action, JsonValue } from '../intent.js';
 import { classify, defaultCodeTable, mergeCodeTables } from '../policy/index.js';
 import type { CodeTable } from '../policy/index.js';
-import { callProvider, secretsOf } from './provider-call.js';
-import { admitCall, credentialHeaders, reportToGates } from './deps.js';
+import { credentialedCall, reportToGates } from './deps.js';
 import type { ActivityDeps } from './deps.js';
 
 export interface DispatchInput {
@@ -49,19 +47,13 @@ export function makeDispatch(deps: ActivityDeps) {
       'retryq-attempt': String(input.attempt),
     };
     if (action.body !== undefined) headers['content-type'] ??= 'application/json';
-    const auth = credentialHeaders(deps, input.credential, action.method, 'dispatch', target);
-    await admitCall(deps, input.credential, action.method, 'dispatch', Context.current().cancellationSignal);
-    const outcome = await callProvider({
-      dispatcher: deps.http,
+    const outcome = await credentialedCall(deps, input.credential, target, {
       method: action.method,
       url: action.url,
-      headers: { ...headers, ...auth },
+      headers,
       body: action.body === undefined ? undefined : JSON.stringify(action.body),
       timeoutMs: input.timeoutMs,
       purpose: 'dispatch',
-      clock: deps.clock,
-      signal: Context.current().cancellationSignal,
-      redact: secretsOf(auth),
     });
     const decision = classify(outcome.evidence, { codes, now: new Date(deps.clock()) });
     await reportToGates(deps, input.credential, 'dispatch', outcome.evidence, decision);

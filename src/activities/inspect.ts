@@ -3,15 +3,13 @@
  * key. It runs on its own task queue per credential (reserved capacity), after an unknown outcome and before any
  * re-dispatch (invariant 5).
  */
-import { Context } from '@temporalio/activity';
 import { z } from 'zod';
 import { dispatchFailure } from '../failures.js';
 import { describeTarget } from '../intent.js';
 import type { InspectionSpec, JsonValue } from '../intent.js';
 import { classifyInspection, defaultCodeTable, mergeCodeTables } from '../policy/index.js';
 import type { CodeTable, Evidence } from '../policy/index.js';
-import { callProvider, secretsOf } from './provider-call.js';
-import { admitCall, credentialHeaders, reportToGates } from './deps.js';
+import { credentialedCall, reportToGates } from './deps.js';
 import type { ActivityDeps } from './deps.js';
 
 export interface InspectInput {
@@ -51,18 +49,12 @@ export function makeInspect(deps: ActivityDeps) {
     const url = spec.url.split('{idempotencyKey}').join(encodeURIComponent(input.idempotencyKey));
     const target = describeTarget('GET', url);
     const codes = input.codes ? mergeCodeTables(defaultCodeTable, input.codes) : defaultCodeTable;
-    const auth = credentialHeaders(deps, input.credential, 'GET', 'inspect', target);
-    await admitCall(deps, input.credential, 'GET', 'inspect', Context.current().cancellationSignal);
-    const outcome = await callProvider({
-      dispatcher: deps.http,
+    const outcome = await credentialedCall(deps, input.credential, target, {
       method: 'GET',
       url,
-      headers: { 'user-agent': deps.userAgent ?? 'retryq', accept: 'application/json', ...auth },
+      headers: { 'user-agent': deps.userAgent ?? 'retryq', accept: 'application/json' },
       timeoutMs: input.timeoutMs,
       purpose: 'inspect',
-      clock: deps.clock,
-      signal: Context.current().cancellationSignal,
-      redact: secretsOf(auth),
     });
     const found = classifyInspection(outcome.evidence, { codes, now: new Date(deps.clock()) });
     if (found.kind === 'inspection_failed')

@@ -20,6 +20,7 @@ import {
   ActivityCancellationType,
   ApplicationFailure,
   CancellationScope,
+  CancelledFailure,
   TimeoutFailure,
   allHandlersFinished,
   condition,
@@ -29,6 +30,7 @@ import {
   defineUpdate,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -84,6 +86,31 @@ import {
 const SLOT_WAIT_MS = 10_000;
 /** While its credential is blocked, an intent looks again this often (an operator's resume also wakes it at once). */
 const BLOCKED_RECHECK_MS = 5 * 60_000;
+/**
+ * The dispatch and inspection activities heartbeat every second while they wait (src/activities/heartbeat.ts). A
+ * call whose worker has been silent this long is given up: its worker is dead or cut off, so the attempt's outcome
+ * is unknown and the next provider call is an inspection — seconds after the death instead of the call's whole
+ * start-to-close timeout (attempt timeout + 20 s).
+ */
+export const HEARTBEAT_TIMEOUT_MS = 5_000;
+
+/**
+ * Behaviour added after a release, each guarded by `patched(id)` so that runs started by an older worker replay
+ * the commands their history holds (docs/operations.md, "Upgrading the intent workflow"). A patch is retired with
+ * `deprecatePatch(id)` once no run that began before it can still be replayed, then removed.
+ */
+export const IntentPatch = {
+  /** 0.2.0: a call that was never sent (connection refused, DNS failure) uses no attempt; backed off to the deadline. */
+  neverSentIsNoAttempt: 'retryq-0.2-never-sent-is-no-attempt',
+  /** 0.2.0: a cancel signal during a dispatch cancels the activity, which aborts its HTTP request. */
+  cancelAbortsDispatch: 'retryq-0.2-cancel-aborts-dispatch',
+} as const;
+
+/**
+ * The version of {@link CarriedState}. 1 (absent): 0.1.0. 2: adds `neverSentInARow`, `seenDeliveries` and
+ * `webhookVerdict` (and the status may hold `unreachableSince`). A run reads every older version ({@link upgradeCarried}) and writes the current one.
+ */
+export const CARRIED_STATE_VERSION = 2;
 
 /** Stops further dispatch and records why. An in-flight or unknown operation becomes a reservation. */
 export const cancelSignal = defineSignal<[{ reason?: string }]>('cancel');
@@ -151,6 +178,8 @@ export interface IntentWorkflowOptions {
 
 /** What continues across continue-as-new. */
 export interface CarriedState {
+  /** {@link CARRIED_STATE_VERSION} when written; absent in state written by 0.1.0 (version 1). */
+  version?: number;
   status: IntentStatus;
   needsInspection: boolean;
   inspectionsSinceUnknown: number;
@@ -162,6 +191,18 @@ export interface CarriedState {
   seenDeliveries?: string[] | undefined;
   /** A final webhook state not yet applied. */
   webhookVerdict?: WebhookDelivery | undefined;
+  /** Dispatches in a row that were never sent (version 2); sets their backoff. */
+  neverSentInARow?: number;
+}
+
+/** Carried state of any released version, as the current version. */
+export function upgradeCarried(carried: CarriedState): CarriedState & { version: number; neverSentInARow: number } {
+  const version = carried.version ?? 1;
+  if (version > CARRIED_STATE_VERSION)
+    // Workflow code must fail the task (not the intent) here: a newer worker wrote this state, so an older worker
+    // took the task by mistake; the task is retried until a current worker picks it up.
+    throw new Error(`carried state version ${version} is newer than this worker's ${CARRIED_STATE_VERSION}`);
+  return { ...carried, version: CARRIED_STATE_VERSION, neverSentInARow: carried.neverSentInARow ?? 0 };
 }
 
 type Failed = Exclude<Decision, { kind: 'success' }>;
@@ -174,6 +215,10 @@ class IntentRun {
   permittedAtMs: number | undefined;
   dueAtMs: number | undefined;
   retryNowRequests = 0;
+  neverSentInARow = 0;
+  /** The scope of the dispatch in flight, so that a cancel signal can cancel it. */
+  dispatchScope: CancellationScope | undefined;
+  abortedByCancel = false;
   seenDeliveries: string[] = [];
   /** The first final state a webhook reported, until the loop applies it. */
   webhookVerdict: WebhookDelivery | undefined;
@@ -196,8 +241,9 @@ class IntentRun {
     this.target = describeTarget(spec.action.method, spec.action.url);
     this.changesOnly = options.publishChangesOnly === true;
     this.stallAfterMs = options.stallAfterMs;
-    const carried = options.carried;
+    const carried = options.carried ? upgradeCarried(options.carried) : undefined;
     if (carried) {
+      this.neverSentInARow = carried.neverSentInARow;
       this.status = carried.status;
       this.needsInspection = carried.needsInspection;
       this.inspectionsSinceUnknown = carried.inspectionsSinceUnknown;
@@ -222,6 +268,8 @@ class IntentRun {
 
   carry(): CarriedState {
     return {
+      version: CARRIED_STATE_VERSION,
+      neverSentInARow: this.neverSentInARow,
       status: this.status,
       needsInspection: this.needsInspection,
       inspectionsSinceUnknown: this.inspectionsSinceUnknown,
@@ -324,6 +372,12 @@ class IntentRun {
             `${clock(s.deadline)} (${attempt} so far).`
           );
         const ev = s.lastEvidence;
+        if (s.unreachableSince !== undefined && ev?.sent === 'no')
+          return (
+            `Waiting: ${ev.code === 'credential_unavailable' ? `no worker has the secret of credential ${s.credential}` : 'provider unreachable'} ` +
+            `since ${clock(s.unreachableSince)} (${last}); nothing was sent and no attempt was used. ` +
+            `Next try at ${clock(s.nextAttemptAt)} (${attempt} so far; gives up at the deadline ${clock(s.deadline)}).`
+          );
         const what = this.needsInspection ? 'to inspect the unknown outcome' : 'for provider';
         const why =
           ev?.retryAfter !== undefined && this.permittedAtMs !== undefined && s.nextAttemptAt === s.permittedAt
@@ -506,22 +560,27 @@ class IntentRun {
     s.nextAttemptAt = undefined;
     this.publish();
     const startedAt = new Date().toISOString();
-    const { dispatch } = this.activities(
-      this.queues.actions(this.spec.credential),
-      `attempt ${s.attempts}/${s.maxAttempts}: ${this.target}`,
-    );
     let result: DispatchResult;
+    const input: DispatchInput = {
+      idempotencyKey: this.spec.idempotencyKey,
+      credential: this.spec.credential,
+      action: this.spec.action,
+      attempt: s.attempts,
+      timeoutMs: this.spec.policy.attemptTimeoutMs,
+      codes: this.spec.codes,
+    };
     try {
-      const input: DispatchInput = {
-        idempotencyKey: this.spec.idempotencyKey,
-        credential: this.spec.credential,
-        action: this.spec.action,
-        attempt: s.attempts,
-        timeoutMs: this.spec.policy.attemptTimeoutMs,
-        codes: this.spec.codes,
-      };
-      if (this.stallAfterMs === undefined) result = await dispatch(input);
-      else {
+      if (this.stallAfterMs === undefined) {
+        // Runs started without the option keep their command sequence: a cancel signal cancels this scope (behind
+        // IntentPatch.cancelAbortsDispatch) and the dispatch is not waited for.
+        const { dispatch } = this.activities(
+          this.queues.actions(this.spec.credential),
+          `attempt ${s.attempts}/${s.maxAttempts}: ${this.target}`,
+        );
+        const scope = new CancellationScope();
+        this.dispatchScope = scope;
+        result = await scope.run(() => dispatch(input));
+      } else {
         const answer = await this.watchedDispatch(input);
         if (answer === 'unsent') {
           // Cancelled before any worker started it: nothing was sent, so it was no attempt and leaves no reservation.
@@ -531,7 +590,11 @@ class IntentRun {
         result = answer;
       }
     } catch (err) {
-      if (isCancellation(err)) throw err;
+      if (isCancellation(err)) {
+        if (this.abortedByCancel && !CancellationScope.current().consideredCancelled)
+          return this.abortedDispatch(startedAt);
+        throw err;
+      }
       const hold = holdFromFailure(err);
       // Load control held the call: nothing was sent, so it was not an attempt.
       if (hold) s.attempts--;
@@ -540,17 +603,83 @@ class IntentRun {
       if (hold) return this.held(hold, 'dispatch');
       s.held = undefined;
       const evidence = evidenceFromFailure(err, this.spec.action.method, 'dispatch');
+      if (this.stallAfterMs !== undefined && evidence.status === undefined && evidence.sent !== 'no') {
+        // A watched dispatch that a cancel reached after its request had gone out: the activity aborted the request
+        // and reported it as a call of unknown outcome (a cancel before that point ends as 'unsent' instead).
+        if (CancellationScope.current().consideredCancelled) {
+          // Cancelled through Temporal: the run's cancellation handler records the attempt in flight.
+          this.recordAborted(startedAt);
+          throw new CancelledFailure('cancelled through Temporal while the attempt was in flight');
+        }
+        if (s.cancelRequested !== undefined) return this.abortedDispatch(startedAt);
+      }
       const decision = classify(evidence, { now: new Date(), codes: this.spec.codes });
+      if (evidence.sent === 'no' && patched(IntentPatch.neverSentIsNoAttempt))
+        return this.neverSent(evidence, decision, startedAt);
       return this.afterDispatch(evidence, decision, startedAt);
+    } finally {
+      this.dispatchScope = undefined;
     }
     const evidence: EvidenceSummary = { status: result.status, sent: 'yes', decision: 'success' };
     s.held = undefined;
+    s.unreachableSince = undefined;
     countAttempt(this.spec.credential, 'success');
     s.lastEvidence = evidence;
     this.record({ kind: 'dispatch', attempt: s.attempts, startedAt, evidence });
     s.result = { status: result.status, body: result.body, ...(result.truncated ? { truncated: true } : {}) };
     s.reservation = undefined;
     return this.finish(Phase.succeeded, `provider answered HTTP ${result.status}`);
+  }
+
+  /** A cancel signal arrived while a dispatch was in flight (see {@link IntentPatch.cancelAbortsDispatch}). */
+  abortInFlightDispatch(): void {
+    if (this.dispatchScope === undefined || !patched(IntentPatch.cancelAbortsDispatch)) return;
+    this.abortedByCancel = true;
+    this.dispatchScope.cancel();
+  }
+
+  /** The attempt in flight was aborted by a cancel: its request may have reached the provider. */
+  recordAborted(startedAt: string): void {
+    const s = this.status;
+    const evidence: EvidenceSummary = { transport: 'aborted', sent: 'unknown', decision: 'cancelled' };
+    s.lastEvidence = evidence;
+    this.record({ kind: 'dispatch', attempt: s.attempts, startedAt, evidence });
+    countAttempt(this.spec.credential, 'unknown_outcome');
+  }
+
+  /** The dispatch was cancelled by a cancel signal: its request was aborted, and may have reached the provider. */
+  async abortedDispatch(startedAt: string): Promise<IntentOutcome> {
+    const s = this.status;
+    this.recordAborted(startedAt);
+    s.reservation = reservation(
+      this.spec.idempotencyKey,
+      s.attempts,
+      `attempt ${s.attempts} was in flight when the intent was cancelled; its request was aborted and may have reached the provider`,
+    );
+    return this.finish(Phase.cancelled, s.cancelRequested ?? 'cancelled');
+  }
+
+  /**
+   * A dispatch that was never sent (connection refused, DNS failure, no secret on the worker): nothing reached the
+   * provider, so it uses no attempt (see {@link IntentPatch.neverSentIsNoAttempt}). It is backed off by the number
+   * of such failures in a row, and bounded by the deadline only.
+   */
+  async neverSent(evidence: Evidence, decision: Decision, startedAt: string): Promise<IntentOutcome | undefined> {
+    const s = this.status;
+    s.attempts--;
+    this.neverSentInARow++;
+    s.unreachableSince ??= startedAt;
+    const summary = summarize(evidence, decision);
+    s.lastEvidence = summary;
+    const entry: AttemptRecord = { kind: 'dispatch', attempt: s.attempts + 1, startedAt, evidence: summary };
+    this.record(entry);
+    if (decision.kind === 'permanent')
+      return this.finish(Phase.failed, `permanent failure before sending: ${describeEvidence(evidence)}`);
+    const asTransient: Failed =
+      decision.kind === 'success' || decision.kind === 'unknown_outcome'
+        ? { kind: 'transient', reason: 'not sent', retryAfter: { kind: 'absent' } }
+        : decision;
+    return this.schedule(asTransient, this.neverSentInARow, entry, 'resend');
   }
 
   /**
@@ -568,6 +697,8 @@ class IntentRun {
       // Not started by the deadline = never started: no dispatch or inspection after the deadline (invariant 7).
       // No minimum beyond 1 ms (a zero timeout means "none"): any floor would let an attempt start after it.
       scheduleToStartTimeout: Math.max(1, Math.min(this.deadlineMs - Date.now(), watched?.startWithinMs ?? Infinity)),
+      // Silent this long = its worker is gone: the call ends (outcome unknown) and the intent moves on in seconds.
+      heartbeatTimeout: HEARTBEAT_TIMEOUT_MS,
       retry: { maximumAttempts: 1 },
       // A watched dispatch: a cancel before it started is confirmed by the server at once (nothing sent); one that
       // runs is waited for, so its outcome is known (see watchedDispatch).
@@ -579,6 +710,8 @@ class IntentRun {
   /** The one place a dispatch decision becomes Temporal calls. */
   async afterDispatch(evidence: Evidence, decision: Decision, startedAt: string): Promise<IntentOutcome | undefined> {
     const s = this.status;
+    this.neverSentInARow = 0;
+    s.unreachableSince = undefined;
     const summary = summarize(evidence, decision);
     s.lastEvidence = summary;
     countAttempt(this.spec.credential, decision.kind);
@@ -614,11 +747,12 @@ class IntentRun {
     decision: Failed,
     attempt: number,
     entry: AttemptRecord,
-    next: 'dispatch' | 'inspect',
+    next: 'dispatch' | 'inspect' | 'resend',
   ): Promise<IntentOutcome | undefined> {
     const s = this.status;
+    // Inspections and resends of calls that were never sent use no attempt: only the deadline bounds them.
     const policy =
-      next === 'inspect' ? { ...this.spec.policy, maxAttempts: Number.POSITIVE_INFINITY } : this.spec.policy;
+      next === 'dispatch' ? this.spec.policy : { ...this.spec.policy, maxAttempts: Number.POSITIVE_INFINITY };
     const plan: Schedule = nextAttempt({
       decision,
       attempt,
@@ -632,7 +766,7 @@ class IntentRun {
       (decision.retryAfter.kind === 'delay' || decision.retryAfter.kind === 'date')
         ? decision.retryAfter.notBefore.getTime()
         : undefined;
-    if (next === 'dispatch') {
+    if (next !== 'inspect') {
       this.permittedAtMs = serverFloor;
       s.permittedAt = serverFloor !== undefined ? new Date(serverFloor).toISOString() : undefined;
     }
@@ -647,7 +781,10 @@ class IntentRun {
           if (plan.permittedAt) s.permittedAt = plan.permittedAt.toISOString();
           return this.finish(
             Phase.expired,
-            `the next ${next === 'inspect' ? 'inspection' : 'attempt'} would be at ${plan.permittedAt?.toISOString() ?? '?'}, past the deadline ${this.spec.deadline}; last: ${this.lastEvidenceText()}`,
+            `the next ${next === 'inspect' ? 'inspection' : 'attempt'} would be at ${plan.permittedAt?.toISOString() ?? '?'}, past the deadline ${this.spec.deadline}; last: ${this.lastEvidenceText()}` +
+              (s.unreachableSince !== undefined && next === 'resend'
+                ? `; the provider was unreachable since ${s.unreachableSince} and nothing was sent since then`
+                : ''),
           );
         }
         if (plan.reason === 'attempts')
@@ -945,8 +1082,12 @@ class IntentRun {
    * The dispatch activity, watched (runs started with {@link IntentWorkflowOptions.stallAfterMs}):
    * - not started within the stall time: the intent says so (status, details, search attribute) and the dispatch
    *   is queued again to wait for a worker until the deadline — a timeout before start means nothing was sent;
-   * - a cancel (signal) while it waits: the activity is cancelled; the server confirms a cancel before start at
-   *   once (`'unsent'`), while a dispatch already running is waited for (its outcome stands, as before);
+   * - a cancel (signal) cancels the activity, and waits for it to confirm (`WAIT_CANCELLATION_COMPLETED`), so the
+   *   answer says whether anything was sent: the server confirms a cancel before start at once, and an activity
+   *   still waiting for its send slot ends as cancelled — both `'unsent'` (no attempt, no reservation); an activity
+   *   whose request had gone out hears the cancel through its heartbeat, aborts the request and fails as a call of
+   *   unknown outcome (src/activities/heartbeat.ts), which {@link dispatchOnce} turns into a reservation; an answer
+   *   that arrived first stands;
    * - a cancel through Temporal does the same through the scope, and the run records whether anything was sent.
    */
   async watchedDispatch(input: DispatchInput): Promise<DispatchResult | 'unsent'> {
@@ -1028,8 +1169,9 @@ export async function intentWorkflow(spec: IntentSpec, options: IntentWorkflowOp
   const run = new IntentRun(spec, options);
   setHandler(statusQuery, () => run.status);
   setHandler(cancelSignal, ({ reason }) => {
-    if (run.status.cancelRequested === undefined)
-      run.status.cancelRequested = (reason ?? 'no reason given').slice(0, 500);
+    if (run.status.cancelRequested !== undefined) return;
+    run.status.cancelRequested = (reason ?? 'no reason given').slice(0, 500);
+    run.abortInFlightDispatch();
   });
   setHandler(retryNowSignal, () => {
     run.retryNowRequests++;

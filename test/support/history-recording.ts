@@ -27,8 +27,10 @@ export interface HistoryScenario {
   description: string;
   scenario: ScenarioInput;
   intent?: Partial<IntentInput>;
+  /** Runs before submit (e.g. takes the provider down). */
+  before?: (ctx: { sim: ProviderSim }) => Promise<void>;
   /** Runs after submit; the default waits for the result. */
-  drive?: (ctx: { client: RetryqClient; key: string; waitFor: WaitFor }) => Promise<void>;
+  drive?: (ctx: { client: RetryqClient; key: string; waitFor: WaitFor; sim: ProviderSim }) => Promise<void>;
 }
 
 type WaitFor = (predicate: (s: IntentStatus) => boolean) => Promise<IntentStatus>;
@@ -103,6 +105,46 @@ historyScenarios.push(
     })),
 );
 
+/**
+ * The released 0.1.0 shape of every path, recorded with the 0.1.0 workflow before heartbeats, never-sent failures
+ * that use no attempt, and the cancel that aborts an in-flight dispatch were added (those changes are guarded by
+ * `patched()`; docs/operations.md, "Upgrading the intent workflow"). Histories of every released version stay here
+ * and replay in CI; a release adds its own set (`<scenario>-v<version>`), and never re-records an older one.
+ */
+export const releasedShapes: HistoryScenario[] = [
+  ...historyScenarios
+    .filter((sc) => !sc.name.endsWith('-changes-only'))
+    .map((sc) => ({ ...sc, name: `${sc.name}-v0.1.0`, description: `${sc.description} (0.1.0)` })),
+  {
+    name: 'provider-unreachable-then-succeeded-v0.1.0',
+    description: 'the provider refuses connections (never sent) for the first attempt, then answers 201 (0.1.0)',
+    scenario: firstWrite(['normal']),
+    intent: { policy: { baseDelay: '1m', maxBackoff: '1m', jitter: 0 } },
+    before: async ({ sim }) => sim.stopListening(),
+    drive: async ({ sim, waitFor }) => {
+      await waitFor((s) => s.phase === 'waiting' && s.attempts >= 1);
+      await sim.resumeListening();
+    },
+  },
+];
+historyScenarios.push(...releasedShapes);
+
+/**
+ * Paths whose commands changed after 0.1.0 (behind `patched()`), recorded with the current code so the new
+ * branch is guarded too: refused connections use no attempt (the patch marker is in this history).
+ */
+historyScenarios.push({
+  name: 'provider-unreachable-then-succeeded-v0.2.0',
+  description: 'the provider refuses the first connection (never sent, no attempt used), then answers 201 (0.2.0)',
+  scenario: firstWrite(['normal']),
+  intent: { policy: { maxAttempts: 1, baseDelay: '1m', maxBackoff: '1m', jitter: 0 } },
+  before: async ({ sim }) => sim.stopListening(),
+  drive: async ({ sim, waitFor }) => {
+    await waitFor((s) => s.phase === 'waiting' && s.attemptLog.length >= 1);
+    await sim.resumeListening();
+  },
+});
+
 async function runScenario(env: TestWorkflowEnvironment, sc: HistoryScenario, sim: ProviderSim): Promise<string> {
   const prefix = `replay-${sc.name}`;
   const key = `replay-${sc.name}`;
@@ -130,6 +172,7 @@ async function runScenario(env: TestWorkflowEnvironment, sc: HistoryScenario, si
       clock: () => now,
       requireServedCredential: false,
     });
+    await sc.before?.({ sim });
     await client.submit({
       idempotencyKey: key,
       credential: CREDENTIAL,
@@ -147,7 +190,7 @@ async function runScenario(env: TestWorkflowEnvironment, sc: HistoryScenario, si
       }
       throw new Error(`${sc.name}: the intent never reached the awaited status`);
     };
-    await sc.drive?.({ client, key, waitFor });
+    await sc.drive?.({ client, key, waitFor, sim });
     const outcome = await client.result(key);
     const history = await env.client.workflow.getHandle(workflowIdOf(key)).fetchHistory();
     console.log(`${sc.name}: ${outcome.phase} after ${outcome.attempts} attempt(s), ${history.events?.length} events`);

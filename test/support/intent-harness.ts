@@ -156,8 +156,15 @@ export interface IntentTest {
    * (default all). For a second worker polling the same queues use a process (test/support/worker-process.ts).
    */
   run<T>(fn: () => Promise<T>, options?: { roles?: WorkerRoles; worker?: Partial<WorkerTuning> }): Promise<T>;
-  /** Creates (not runs) retryq workers on this test's task queues; `worker` sizes the workflow worker. */
-  createWorkers(roles?: WorkerRoles, worker?: Partial<WorkerTuning>): Promise<RetryqWorkers>;
+  /**
+   * Creates (not runs) retryq workers on this test's task queues; `worker` sizes the workflow worker; `bundle`
+   * replaces the current workflow code (e.g. a released version's).
+   */
+  createWorkers(
+    roles?: WorkerRoles,
+    worker?: Partial<WorkerTuning>,
+    bundle?: WorkflowBundleWithSourceMap,
+  ): Promise<RetryqWorkers>;
   /** The workflow's failure, for asserting the failure chain and its `type`; fails if the workflow succeeded. */
   failureOf(key: string): Promise<ApplicationFailure>;
   /** Polls the status query (real time, bounded) until `predicate` holds; time does not skip meanwhile. */
@@ -261,7 +268,11 @@ export function useIntentHarness(kind: HarnessKind = 'time-skipping', options: H
       cleanups.push(async () => {
         for (const c of connections.splice(0)) await c.close();
       });
-      const build = async (roles?: WorkerRoles, worker?: Partial<WorkerTuning>) => {
+      const build = async (
+        roles?: WorkerRoles,
+        worker?: Partial<WorkerTuning>,
+        bundle: WorkflowBundleWithSourceMap = workflowBundle,
+      ) => {
         const connection = await NativeConnection.connect({ address: e.address });
         connections.push(connection);
         return createWorkers({
@@ -269,7 +280,7 @@ export function useIntentHarness(kind: HarnessKind = 'time-skipping', options: H
           connection,
           secrets: new Map([[CREDENTIAL, SIM_SECRET]]),
           http,
-          workflowBundle,
+          workflowBundle: bundle,
           ...(roles ? { roles } : {}),
         });
       };
@@ -368,6 +379,8 @@ export function expectStableDispatches(
   t: IntentTest,
   input: IntentInput & { idempotencyKey: string },
   count: number,
+  /** The `Retryq-Attempt` of each request. @default 1, 2, … (a call that was never sent repeats its number) */
+  attemptNumbers?: readonly number[],
 ): SentRequest[] {
   const sent = t.dispatches(input.idempotencyKey);
   expect(sent, `dispatches of ${input.idempotencyKey}`).toHaveLength(count);
@@ -376,7 +389,7 @@ export function expectStableDispatches(
     expect(r.method).toBe(String(input.action.method).toUpperCase());
     expect(r.url).toBe(input.action.url);
     expect(r.headers['idempotency-key']).toBe(input.idempotencyKey);
-    expect(r.headers['retryq-attempt']).toBe(String(i + 1));
+    expect(r.headers['retryq-attempt']).toBe(String(attemptNumbers?.[i] ?? i + 1));
     expect(r.headers['authorization']).toBe(`Bearer ${SIM_SECRET}`);
     expect(r.body).toBe(body);
   });

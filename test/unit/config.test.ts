@@ -168,13 +168,24 @@ describe('resolveSecrets', () => {
 });
 
 describe('loadConfig worker sizing', () => {
-  it('bounds the workflow cache and workflow-task slots by default (100 cached, 10 at once)', () => {
-    expect(loadConfig({}).worker).toEqual({ maxCachedWorkflows: 100, workflowTaskConcurrency: 10 });
+  it('bounds the workflow cache and workflow-task slots by default (100 cached, 10 at once, sticky 5 s)', () => {
+    expect(loadConfig({}).worker).toEqual({
+      maxCachedWorkflows: 100,
+      workflowTaskConcurrency: 10,
+      stickyQueueTimeoutMs: 5_000,
+    });
+  });
+
+  it('reads RETRYQ_STICKY_QUEUE_TIMEOUT_MS and names the rule for a value out of range', () => {
+    expect(loadConfig({ RETRYQ_STICKY_QUEUE_TIMEOUT_MS: '10000' }).worker.stickyQueueTimeoutMs).toBe(10_000);
+    expect(problemsOf({ RETRYQ_STICKY_QUEUE_TIMEOUT_MS: '10' })).toEqual([
+      { path: 'RETRYQ_STICKY_QUEUE_TIMEOUT_MS', received: '10', message: 'must be at least 1000 (ms)' },
+    ]);
   });
 
   it('reads RETRYQ_MAX_CACHED_WORKFLOWS and RETRYQ_WORKFLOW_TASK_CONCURRENCY', () => {
     const c = loadConfig({ RETRYQ_MAX_CACHED_WORKFLOWS: '2000', RETRYQ_WORKFLOW_TASK_CONCURRENCY: '40' });
-    expect(c.worker).toEqual({ maxCachedWorkflows: 2000, workflowTaskConcurrency: 40 });
+    expect(c.worker).toEqual({ maxCachedWorkflows: 2000, workflowTaskConcurrency: 40, stickyQueueTimeoutMs: 5_000 });
     expect(loadConfig({ RETRYQ_MAX_CACHED_WORKFLOWS: '0' }).worker.maxCachedWorkflows).toBe(0);
   });
 

@@ -24,7 +24,7 @@ const h = useIntentHarness();
 type Input = ReturnType<IntentTest['intent']>;
 
 describe('when the provider is down and then recovers', () => {
-  it('retries through refused connections and 503s on the backoff or the server floor, then succeeds with one side effect', async () => {
+  it('retries through refused connections (no attempt used) and 503s on the backoff or the server floor, then succeeds with one side effect', async () => {
     const t = await h.setup({
       rules: [
         {
@@ -38,29 +38,40 @@ describe('when the provider is down and then recovers', () => {
     await t.sim.stopListening();
     const outcome = await t.run(async () => {
       await t.submit(input);
-      const down = await t.waitForStatus(input.idempotencyKey, (s) => s.phase === 'waiting', 'waiting after attempt 1');
+      const down = await t.waitForStatus(input.idempotencyKey, (s) => s.phase === 'waiting', 'waiting after a refusal');
       expect(down.lastEvidence).toMatchObject({ transport: 'refused', sent: 'no', decision: 'transient' });
+      expect(down.attempts).toBe(0);
+      expect(down.unreachableSince).toBe(down.attemptLog[0]!.startedAt);
       await t.env.sleep(10_000);
-      await t.waitForStatus(input.idempotencyKey, (s) => s.attempts === 2 && s.phase === 'waiting', 'attempt 2 done');
+      const still = await t.waitForStatus(
+        input.idempotencyKey,
+        (s) => s.attemptLog.length === 2 && s.phase === 'waiting',
+        'second refusal done',
+      );
+      expect(still.attempts).toBe(0);
+      expect(still.unreachableSince).toBe(down.unreachableSince);
       await t.sim.resumeListening();
       return t.client.result(input.idempotencyKey);
     });
     expect(outcome.phase).toBe('succeeded');
-    expect(outcome.attempts).toBe(5);
-    expect(outcome.attemptLog.map((e) => e.evidence.transport ?? e.evidence.status)).toEqual([
-      'refused',
-      'refused',
-      503,
-      503,
-      201,
+    // The refusals reached nobody: three attempts, the three that the provider answered.
+    expect(outcome.attempts).toBe(3);
+    expect(outcome.unreachableSince).toBeUndefined();
+    expect(outcome.attemptLog.map((e) => [e.attempt, e.evidence.transport ?? e.evidence.status])).toEqual([
+      [1, 'refused'],
+      [1, 'refused'],
+      [1, 503],
+      [2, 503],
+      [3, 201],
     ]);
-    // Backoff 10 s, 20 s, then the first 503's Retry-After (60 s beats the 40 s backoff), then 80 s (no jitter).
+    // Backoff 10 s, 20 s (refusals in a row), then the first 503's Retry-After (60 s beats the 10 s backoff of
+    // attempt 1), then 20 s (attempt 2's backoff; no jitter).
     const times = dispatchTimes(t, input.idempotencyKey);
     const expected = [
       [10_000, 'backoff'],
       [20_000, 'backoff'],
       [60_000, 'server'],
-      [80_000, 'backoff'],
+      [20_000, 'backoff'],
     ] as const;
     expected.forEach(([delay, floor], i) => {
       expect(times[i + 1]! - times[i]!).toBeGreaterThanOrEqual(delay);
@@ -69,10 +80,62 @@ describe('when the provider is down and then recovers', () => {
       expect(ms(entry.nextAt) - ms(entry.startedAt)).toBeGreaterThanOrEqual(delay);
       expect(ms(entry.nextAt) - ms(entry.startedAt)).toBeLessThan(delay + 5_000);
     });
-    expectStableDispatches(t, input, 5);
+    expectStableDispatches(t, input, 5, [1, 1, 1, 2, 3]);
     // Refused connections never reached the provider; the three that did executed once.
     expect(t.sim.metrics().totals.writes).toBe(3);
     expect(t.sim.sideEffects(input.idempotencyKey)).toBe(1);
+  });
+
+  it('keeps trying a provider that refuses longer than maxAttempts backoffs last, and says since when it is unreachable', async () => {
+    const t = await h.setup({});
+    const input = t.intent({ policy: { maxAttempts: 2, baseDelay: '1s', maxBackoff: '30s' } });
+    await t.sim.stopListening();
+    const outcome = await t.run(async () => {
+      await t.submit(input);
+      // Ten refusals: five times the attempt budget, with backoff growing to 30 s.
+      let down = await t.client.status(input.idempotencyKey);
+      for (let i = 0; i < 40 && down.attemptLog.length < 10; i++) {
+        await t.env.sleep(30_000);
+        down = await t.client.status(input.idempotencyKey);
+      }
+      expect(down.attemptLog.length).toBeGreaterThanOrEqual(10);
+      expect(down.attempts).toBe(0);
+      expect(down.phase).toBe('waiting');
+      expect(down.unreachableSince).toBe(down.attemptLog[0]!.startedAt);
+      const metadata = await t.env.client.workflow
+        .getHandle(workflowIdOf(input.idempotencyKey))
+        .query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+      expect(metadata.currentDetails).toMatch(
+        /^Waiting: provider unreachable since \d\d:\d\d:\d\d UTC \(connection refused\); nothing was sent and no attempt was used\./,
+      );
+      await t.sim.resumeListening();
+      return t.client.result(input.idempotencyKey);
+    });
+    expect(outcome.phase).toBe('succeeded');
+    expect(outcome.attempts).toBe(1);
+    expect(t.sim.sideEffects(input.idempotencyKey)).toBe(1);
+    const delays = dispatchTimes(t, input.idempotencyKey)
+      .slice(0, 10)
+      .map((at, i, all) => (i === 0 ? 0 : at - all[i - 1]!));
+    // Backed off (1 s, 2 s, 4 s, … up to 30 s), never a tight loop.
+    delays.slice(1).forEach((d, i) => expect(d).toBeGreaterThanOrEqual(Math.min(30_000, 1000 * 2 ** i) * 0.8));
+  });
+
+  it('expires at the deadline, not at maxAttempts, while the provider refuses every connection', async () => {
+    const t = await h.setup({});
+    const input = t.intent({ deadline: '10m', policy: { maxAttempts: 1, baseDelay: '5s', maxBackoff: '1m' } });
+    await t.sim.stopListening();
+    const outcome = await t.run(async () => {
+      await t.submit(input);
+      return t.client.result(input.idempotencyKey);
+    });
+    expect(outcome.phase).toBe('expired');
+    expect(outcome.attempts).toBe(0);
+    expect(outcome.attemptLog.length).toBeGreaterThan(5);
+    expect(outcome.finalReason).toMatch(
+      /past the deadline .*the provider was unreachable since .* and nothing was sent/,
+    );
+    expect(t.sim.metrics().totals.writes).toBe(0);
   });
 });
 
@@ -234,9 +297,10 @@ describe('when the provider keeps failing (invariant 7)', () => {
     );
     expect(failure.type).toBe(IntentFailureType.IntentExpired);
     const outcome = failure.details?.[0] as IntentOutcome;
+    // Never started, so never sent: no attempt was used.
     expect(outcome).toMatchObject({
       phase: 'expired',
-      attempts: 1,
+      attempts: 0,
       lastEvidence: { transport: 'timeout', sent: 'no' },
     });
     // Action workers that start now find nothing to send.

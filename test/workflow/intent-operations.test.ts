@@ -316,33 +316,6 @@ describe('when an operator cancels', () => {
     expectStableDispatches(t, input, 1);
   });
 
-  it('records a reservation, and neither inspects nor dispatches, when the attempt in flight ends unknown', async () => {
-    const t = await h.setup({
-      rules: [{ match: { idempotencyKeyPrefix: 'order-' }, steps: [{ commitThen: 'timeout' }], then: 'normal' }],
-    });
-    const input = t.intent({ policy: { attemptTimeout: '1500ms' } });
-    const outcome = await t.run(async () => {
-      await t.submit(input);
-      await t.waitForStatus(input.idempotencyKey, (x) => x.phase === 'dispatching', 'dispatching');
-      // The provider executed the write and holds the answer back.
-      for (let i = 0; i < 100 && t.sim.sideEffects(input.idempotencyKey) === 0; i++)
-        await new Promise((r) => setTimeout(r, 10));
-      await t.client.cancel(input.idempotencyKey, 'stop');
-      const result = await t.client.result(input.idempotencyKey);
-      expect(await currentDetails(t, input.idempotencyKey)).toBe(
-        `Cancelled: stop. Reservation to reconcile: ${result.reservation?.reason}.`,
-      );
-      return result;
-    });
-    expect(outcome).toMatchObject({ phase: 'cancelled', attempts: 1, inspections: 0 });
-    expect(outcome.reservation).toMatchObject({ idempotencyKey: input.idempotencyKey, attempt: 1 });
-    expect(outcome.reservation?.reason).toContain('timeout');
-    expect(outcome.finalReason).toBe('stop');
-    expectStableDispatches(t, input, 1);
-    expect(t.inspections(input.idempotencyKey)).toHaveLength(0);
-    expect(t.sim.sideEffects(input.idempotencyKey)).toBe(1);
-  });
-
   it('records a cancellation through Temporal (UI button) as cancelled with the last status', async () => {
     const t = await h.setup(waitingOn120s);
     const input = t.intent();

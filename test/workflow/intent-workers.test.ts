@@ -64,14 +64,14 @@ describe('when two workers poll the same task queues (invariant 11)', () => {
 });
 
 describe('when the worker running an attempt dies mid-request (invariants 5 and 11)', () => {
-  it('inspects after Temporal times the attempt out, finds it committed, and never re-dispatches', async () => {
+  it('inspects after the attempt stops heartbeating, finds it committed, and never re-dispatches', async () => {
     // The provider commits and holds the answer; the action worker (its own process) is killed meanwhile.
     const t = await h.setup({
       rules: [{ match: { idempotencyKeyPrefix: 'order-' }, steps: [{ commitThen: 'timeout' }], then: 'normal' }],
     });
-    // Temporal ends the attempt at its start-to-close timeout: attempt timeout + 10 s (real time: the test server
-    // does not skip time while an activity runs).
-    const input = t.intent({ policy: { attemptTimeout: '2s' } });
+    // The default attempt timeout (30 s): Temporal ends the silent attempt at its heartbeat timeout, long before
+    // its start-to-close timeout (attempt timeout + 20 s).
+    const input = t.intent();
     const child = await processes.start(t.env.address, t.env.namespace ?? 'default', t.prefix, 'actions');
     const outcome = await t.run(
       async () => {
@@ -86,19 +86,20 @@ describe('when the worker running an attempt dies mid-request (invariants 5 and 
         const types = (history.events ?? [])
           .map((e) =>
             e.activityTaskTimedOutEventAttributes
-              ? 'timed out'
+              ? `timed out: ${String(e.activityTaskTimedOutEventAttributes.failure?.timeoutFailureInfo?.timeoutType)}`
               : e.activityTaskFailedEventAttributes
                 ? 'failed'
                 : undefined,
           )
           .filter(Boolean);
-        expect(types).toEqual(['timed out']);
+        // TimeoutType 4 = HEARTBEAT (1 would be START_TO_CLOSE).
+        expect(types).toEqual(['timed out: 4']);
         return result;
       },
       { roles: { workflows: true, actions: false, inspect: true } },
     );
     expect(outcome).toMatchObject({ phase: 'succeeded', attempts: 1, inspections: 1 });
-    // Temporal's start-to-close timeout (attempt timeout + 10 s) ended the attempt: outcome unknown, so inspect.
+    // The missed heartbeat ended the attempt: outcome unknown, so inspect.
     expect(outcome.attemptLog.map((e) => [e.kind, e.evidence.decision])).toEqual([
       ['dispatch', 'unknown_outcome'],
       ['inspect', 'operation_succeeded'],

@@ -1,35 +1,46 @@
+// @ts-check
 /**
  * A worker process of `npm run bench:scale`, forked by bench/scale.ts so that its memory and CPU are measured on
- * their own. One message starts it (`WorkerSpec`), `'stop'` drains and ends it. Its Temporal metrics are served in
- * Prometheus format on `metricsPort` (workflow tasks run, workflows completed, cache hits and misses).
+ * their own. Plain JavaScript run by plain `node` on the built package (dist/), as `retryq worker` runs in
+ * production: no TypeScript loader thread or transpile cache in the measured process. One message starts it (a
+ * `WorkerSpec`, see bench/scale.ts), `'stop'` drains and ends it. Its Temporal metrics are served in Prometheus format
+ * on `metricsPort` (workflow tasks run, workflows completed, cache hits and misses).
  *
- * - `retryq`: retryq's production workers (`createWorkers`: workflows, dispatch and inspection queues of one
- *   credential), with the given worker tuning or the defaults.
- * - `bare`: one plain Temporal worker with the baseline workflows (bench/scale-workflows.ts) and their one
- *   activity, SDK defaults except the activity slots, which match the credential's concurrency.
+ * - `retryq`: retryq's production workers (`createWorkers` from dist/worker.js: workflows, credentials, dispatch and
+ *   inspection queues of one credential), with the given worker tuning or the defaults.
+ * - `bare`: one plain Temporal worker with the baseline workflows (bench/scale-workflows.ts, bundled by the SDK) and
+ *   their one activity (the same HTTP request retryq sends), SDK defaults except the activity slots, which match the
+ *   credential's concurrency.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString } from '@temporalio/worker';
-import type { CredentialConfig, WorkerTuning } from '../src/config.js';
-import { cachedWorkflowBundle } from '../src/temporal/workflow-bundle.js';
-import { createWorkers } from '../src/worker.js';
-import { createBareActivities } from './scale-activities.js';
-
-export interface WorkerSpec {
-  mode: 'retryq' | 'bare';
-  address: string;
-  namespace: string;
-  metricsPort: number;
-  /** retryq: the task-queue prefix. bare: the task queue. */
-  queue: string;
-  credential: CredentialConfig;
-  tuning?: Partial<WorkerTuning> | undefined;
-}
+import { Agent, request } from 'undici';
+import { cachedWorkflowBundle } from '../dist/temporal/workflow-bundle.js';
+import { createWorkers } from '../dist/worker.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-async function start(spec: WorkerSpec): Promise<{ run: Promise<void>; stop: () => void }> {
+/** The bare baseline's one activity: POST, JSON body, Idempotency-Key, through a keep-alive pool. */
+function createBareActivities() {
+  const dispatcher = new Agent({ keepAliveTimeout: 10_000, connections: 64 });
+  return {
+    /** @param {string} url @param {string} key */
+    async call(url, key) {
+      const res = await request(url, {
+        method: 'POST',
+        dispatcher,
+        headers: { 'content-type': 'application/json', 'idempotency-key': key, authorization: 'Bearer bench' },
+        body: JSON.stringify({ amount: 1200, currency: 'eur', order: key }),
+      });
+      await res.body.text();
+      return res.statusCode;
+    },
+  };
+}
+
+/** @param {any} spec */
+async function start(spec) {
   Runtime.install({
     logger: new DefaultLogger('WARN'),
     shutdownSignals: [],
@@ -59,7 +70,7 @@ async function start(spec: WorkerSpec): Promise<{ run: Promise<void>; stop: () =
   }
   const workflowBundle = await cachedWorkflowBundle({
     workflowsPath: path.join(here, 'scale-workflows.ts'),
-    inputs: [path.join(here, 'scale-workflows.ts'), path.join(here, 'scale-activities.ts')],
+    inputs: [path.join(here, 'scale-workflows.ts')],
   });
   const worker = await Worker.create({
     connection,
@@ -72,8 +83,9 @@ async function start(spec: WorkerSpec): Promise<{ run: Promise<void>; stop: () =
   return { run: worker.run(), stop: () => worker.shutdown() };
 }
 
-let running: { run: Promise<void>; stop: () => void } | undefined;
-process.on('message', (msg: WorkerSpec | 'stop') => {
+/** @type {{ run: Promise<void>; stop: () => void } | undefined} */
+let running;
+process.on('message', (/** @type {any} */ msg) => {
   if (msg === 'stop') {
     running?.stop();
     void (running?.run ?? Promise.resolve()).finally(() => process.exit(0));
@@ -82,13 +94,13 @@ process.on('message', (msg: WorkerSpec | 'stop') => {
   start(msg).then(
     (r) => {
       running = r;
-      r.run.catch((err: unknown) => {
+      r.run.catch((/** @type {unknown} */ err) => {
         process.send?.({ failed: String(err) });
         process.exit(1);
       });
       process.send?.({ ready: true });
     },
-    (err: unknown) => {
+    (/** @type {unknown} */ err) => {
       process.send?.({ failed: String(err) });
       process.exit(1);
     },
