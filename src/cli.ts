@@ -557,7 +557,8 @@ async function cmdCancel(argv: string[], config: RetryqConfig): Promise<number> 
   const key = positionals[0];
   return withClient(config, async (rq) => {
     await rq.cancel(key, values.reason ?? 'cancelled from the retryq CLI');
-    // A dispatch not yet started ends at once; an attempt in flight finishes first. Say which, briefly.
+    // A dispatch not yet sent ends at once; an attempt in flight is aborted within about a heartbeat (an inspection
+    // finishes first). Say how it ended, briefly.
     let s = await rq.status(key);
     for (let i = 0; i < 20 && !isFinal(s.phase); i++) {
       await new Promise((r) => setTimeout(r, 100));
@@ -572,7 +573,8 @@ async function cmdCancel(argv: string[], config: RetryqConfig): Promise<number> 
       );
     else
       io.out(
-        `Cancel requested for ${key}; it is still ${s.phase}: a call in flight finishes first, then it ends as cancelled.`,
+        `Cancel requested for ${key}; it is still ${s.phase}: the call in flight is aborted (an inspection ` +
+          `finishes first), then it ends as cancelled; \`retryq status ${key}\` shows any reservation.`,
       );
     return ExitCode.ok;
   });

@@ -427,11 +427,11 @@ export class RetryqClient {
     }
   }
 
-  /** Stops further dispatch and records the reason. An in-flight or unknown operation becomes a reservation. */
   /**
-   * Stops further dispatch and records the reason. A dispatch no worker has started yet is cancelled with it and
-   * the intent ends `cancelled` at once, nothing sent; an attempt already running finishes first, and if its outcome
-   * is unknown it becomes a reservation.
+   * Stops further dispatch and records the reason. A dispatch whose request has not gone out yet (no worker has
+   * started it, or it waits for a send slot) is cancelled with it and the intent ends `cancelled` at once: nothing
+   * sent, no attempt used, no reservation. An attempt whose request is out is aborted; it may have reached the
+   * provider, so the intent ends `cancelled` with a reservation naming the attempt.
    */
   async cancel(key: string, reason: string): Promise<void> {
     try {

@@ -137,13 +137,14 @@ describe('when no worker starts a dispatch', () => {
     });
   });
 
-  it('a cancel while an attempt runs lets it finish, and its unknown outcome becomes a reservation', async () => {
+  it('a cancel while an attempt runs aborts its request, which may have reached the provider: a reservation', async () => {
     const t = await h.setup({
       rules: [{ match: { idempotencyKeyPrefix: 'lost-' }, steps: [{ commitThen: 'timeout' }], then: 'normal' }],
     });
     await t.run(async () => {
       const rq = clientOf(t);
-      const input = t.intent({ idempotencyKey: t.newKey('lost'), policy: { attemptTimeout: '2s' } });
+      // A 10-minute attempt timeout: only the cancel can end the attempt within this test.
+      const input = t.intent({ idempotencyKey: t.newKey('lost'), policy: { attemptTimeout: '10m' } });
       await rq.submit(input, { requireServedCredential: false });
       const key = input.idempotencyKey;
       await eventually('the attempt reaching the provider', () =>
@@ -153,7 +154,10 @@ describe('when no worker starts a dispatch', () => {
       const outcome = await rq.result(key);
       expect(outcome).toMatchObject({ phase: 'cancelled', attempts: 1 });
       expect(outcome.reservation?.attempt).toBe(1);
-      expect(outcome.lastEvidence?.decision).toBe('unknown_outcome');
+      expect(outcome.reservation?.reason).toMatch(/^attempt 1 was in flight when the intent was cancelled/);
+      expect(outcome.lastEvidence).toMatchObject({ transport: 'aborted', sent: 'unknown', decision: 'cancelled' });
+      // The provider executed the write before the cancel: the reservation is what reconciles it.
+      expect(t.sim.sideEffects(key)).toBe(1);
       expect(t.dispatches(key)).toHaveLength(1);
       expect(t.inspections(key)).toHaveLength(0);
       expect((await t.failureOf(key)).message).toContain('Reservation to reconcile');
