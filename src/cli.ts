@@ -226,6 +226,7 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
     },
   );
   const stopDemo = new AbortController();
+  let demoDone: Promise<void> | undefined;
   if (sim) {
     // This process runs the demo credential's workers itself (they may not have polled yet).
     const rq = new RetryqClient({
@@ -234,7 +235,7 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
       requireServedCredential: false,
     });
     const runId = new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
-    void runDemo({
+    demoDone = runDemo({
       rq,
       sim,
       runId,
@@ -281,15 +282,37 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
         ? 'The workers stopped; shutting down…'
         : 'Stopping the workers: the Temporal server is gone…',
   );
+  // The demo's last status calls finish while the workers still answer them: a call still out (or retrying) when
+  // the connection closes would end the process with the gRPC library's error instead of a clean stop.
+  if (demoDone) await Promise.race([demoDone, new Promise((r) => setTimeout(r, 15_000).unref())]);
   await hooks?.close();
   // Without a server the workers cannot finish their tasks: do not wait the whole drain for them.
-  await (serverGaveUp ? Promise.race([dev.stop(), new Promise((r) => setTimeout(r, 10_000))]) : dev.stop());
+  await saysWhileSlow(
+    serverGaveUp ? Promise.race([dev.stop(), new Promise((r) => setTimeout(r, 10_000))]) : dev.stop(),
+  );
   await sim?.close();
   await metrics.close();
   io.err('Stopped.');
   if (serverGaveUp) throw serverGaveUp;
   if (workerError !== undefined) throw workerError instanceof Error ? workerError : new Error('worker failed');
   return ExitCode.ok;
+}
+
+/** A drain that takes a while says why and how to cut it short, instead of waiting silently. */
+async function saysWhileSlow<T>(drain: Promise<T>, afterMs = 5_000): Promise<T> {
+  const timer = setTimeout(
+    () =>
+      io.err(
+        'Still draining: waiting for provider calls in flight to finish (each ends within its attempt timeout). ' +
+          'Press Ctrl-C again to stop at once; an intent whose call is cut off is inspected before any resend.',
+      ),
+    afterMs,
+  );
+  try {
+    return await drain;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function positiveInt(flag: string, value: string): number {
@@ -318,7 +341,7 @@ async function cmdWorker(argv: string[], config: RetryqConfig): Promise<number> 
   );
   await Promise.race([untilStopped({ exitOnSecondSignal: true }), running]);
   workers.shutdown();
-  await running;
+  await saysWhileSlow(running);
   await connection.close();
   await metrics.close();
   return ExitCode.ok;

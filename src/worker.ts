@@ -117,7 +117,7 @@ export interface RetryqWorkers {
   readonly gates: CredentialGates | undefined;
   /** Runs every worker until {@link shutdown}; rejects if any worker fails. */
   run(): Promise<void>;
-  /** Starts a graceful shutdown: stop polling, let in-flight tasks finish (drain). */
+  /** Starts a graceful shutdown: stop polling, let in-flight calls finish (drain); calls still waiting for a send slot are held, unsent. */
   shutdown(): void;
 }
 
@@ -187,32 +187,40 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
         }),
       );
   }
+  // One activity worker per credential and kind: its concurrency caps the credential's calls in this process.
   for (const c of config.credentials) {
-    if (roles.actions)
+    const budget = budgetOf(c);
+    // [task queue, activities, concurrency, budget per minute]
+    const kinds: Array<false | [string, object, number, number]> = [
+      roles.actions && [
+        queues.actions(c.id),
+        { dispatch: activities.dispatch },
+        c.concurrency,
+        budget.dispatchPerMinute,
+      ],
+      roles.inspect && [
+        queues.inspect(c.id),
+        { inspect: activities.inspect },
+        c.inspectConcurrency,
+        budget.inspectPerMinute,
+      ],
+    ];
+    for (const kind of kinds) {
+      if (!kind) continue;
+      const [taskQueue, fns, concurrency, perMinute] = kind;
       workers.push(
         await Worker.create({
           connection,
           namespace,
-          taskQueue: queues.actions(c.id),
-          activities: { dispatch: activities.dispatch },
-          maxConcurrentActivityTaskExecutions: c.concurrency,
+          taskQueue,
+          activities: fns,
+          maxConcurrentActivityTaskExecutions: concurrency,
           maxHeartbeatThrottleInterval: HEARTBEAT_EVERY_MS,
           // Without load control: Temporal's task-queue rate limit (applied per partition: rate ÷ partitions).
-          ...(loadControl ? {} : { maxTaskQueueActivitiesPerSecond: budgetOf(c).dispatchPerMinute / 60 }),
+          ...(loadControl ? {} : { maxTaskQueueActivitiesPerSecond: perMinute / 60 }),
         }),
       );
-    if (roles.inspect)
-      workers.push(
-        await Worker.create({
-          connection,
-          namespace,
-          taskQueue: queues.inspect(c.id),
-          activities: { inspect: activities.inspect },
-          maxConcurrentActivityTaskExecutions: c.inspectConcurrency,
-          maxHeartbeatThrottleInterval: HEARTBEAT_EVERY_MS,
-          ...(loadControl ? {} : { maxTaskQueueActivitiesPerSecond: budgetOf(c).inspectPerMinute / 60 }),
-        }),
-      );
+    }
   }
   return {
     workers,
@@ -222,6 +230,9 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
       if (!setup.http) await http.close();
     },
     shutdown: () => {
+      // First release the activities waiting for a send slot (they send nothing and are held): their credential's
+      // entity may stop answering as the workflow workers stop, and the drain would wait for them forever.
+      gates?.close();
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
     },
   };

@@ -214,14 +214,19 @@ export async function runDemo(opts: DemoOptions): Promise<DemoSummary> {
 /** The summary table for the terminal. */
 export function formatSummary(s: DemoSummary): string {
   const keyWidth = Math.max(3, ...s.rows.map((r) => r.key.length)) + 2;
+  const ended = s.totals.succeeded + s.totals.failed + s.totals.expired + s.totals.cancelled;
   const lines = [
-    `Demo finished in ${Math.round(s.elapsedMs / 1000)} s: ${s.totals.intents} intents — ${s.totals.succeeded} succeeded, ` +
+    (ended < s.totals.intents
+      ? `Demo stopped after ${Math.round(s.elapsedMs / 1000)} s with ${s.totals.intents - ended} intents still open ` +
+        `(they go on when retryq dev runs again): `
+      : `Demo finished in ${Math.round(s.elapsedMs / 1000)} s: `) +
+      `${s.totals.intents} intents — ${s.totals.succeeded} succeeded, ` +
       `${s.totals.failed} failed, ${s.totals.expired} expired, ${s.totals.cancelled} cancelled.`,
     '',
-    `${pad('KEY', keyWidth)}${pad('PHASE', 11)}${pad('ATTEMPTS', 10)}${pad('INSPECT', 9)}OUTCOME`,
+    `${pad('KEY', keyWidth)}${pad('PHASE', 13)}${pad('ATTEMPTS', 10)}${pad('INSPECT', 9)}OUTCOME`,
     ...s.rows.map(
       (r) =>
-        `${pad(r.key, keyWidth)}${pad(r.phase, 11)}${pad(String(r.attempts), 10)}${pad(String(r.inspections), 9)}${r.outcome}`,
+        `${pad(r.key, keyWidth)}${pad(r.phase, 13)}${pad(String(r.attempts), 10)}${pad(String(r.inspections), 9)}${r.outcome}`,
     ),
     '',
     `Provider saw ${s.totals.providerCalls} calls (${s.totals.inspections} inspections), ${s.totals.rateLimited} × 429, ` +

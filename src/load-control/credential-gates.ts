@@ -42,6 +42,11 @@ export const CACHE_FRESH_MS = 250;
 export const DEFAULT_HORIZON_MS = 10_000;
 /** Most wants sent in one update. */
 const BATCH = 64;
+/**
+ * Longest one call to a credential's entity may take (update or query). Without a bound, a call to an entity that no
+ * worker serves (every workflow worker stopped, or none deployed) waits forever, and with it the activity.
+ */
+export const DEFAULT_ENTITY_CALL_TIMEOUT_MS = 20_000;
 
 export interface CredentialGatesOptions {
   client: Client;
@@ -54,6 +59,8 @@ export interface CredentialGatesOptions {
   /** @default {@link DEFAULT_HORIZON_MS} */
   horizonMs?: number;
   metrics?: LoadMetrics | undefined;
+  /** @default {@link DEFAULT_ENTITY_CALL_TIMEOUT_MS} */
+  entityCallTimeoutMs?: number;
 }
 
 /** What {@link CredentialGates.admit} decided: send now, or do not send (and why). */
@@ -115,6 +122,7 @@ class CredentialChannel {
   }
 
   request(kind: SlotKind): Promise<Answered> {
+    if (this.gates.closed) return Promise.resolve({ answer: unavailable(SHUTTING_DOWN), entityNowMs: undefined });
     return new Promise((resolve) => {
       this.#wants.push({ kind, resolve });
       this.#pump();
@@ -128,8 +136,16 @@ class CredentialChannel {
     });
   }
 
+  /** Lets queued wants see that the gates closed. */
+  wake(): void {
+    this.#pump();
+  }
+
   #pump(): void {
     if (this.#busy) return;
+    if (this.gates.closed) {
+      for (const w of this.#wants.splice(0)) w.resolve({ answer: unavailable(SHUTTING_DOWN), entityNowMs: undefined });
+    }
     const report = this.#reports.shift();
     if (report) {
       this.#busy = true;
@@ -152,13 +168,15 @@ class CredentialChannel {
   async #acquire(batch: Want[]): Promise<void> {
     const request = { wants: batch.map((w) => w.kind), horizonMs: this.gates.horizonMs, budget: this.budget };
     let lastError: unknown;
-    for (let attempt = 0; attempt < 4; attempt++) {
+    for (let attempt = 0; attempt < 4 && !this.gates.closed; attempt++) {
       try {
         const askedAt = this.gates.clock();
-        const answer = await this.gates.client.workflow.executeUpdateWithStart(acquireSlotsUpdate, {
-          args: [request],
-          startWorkflowOperation: this.startOperation(),
-        });
+        const answer = await this.gates.bounded(() =>
+          this.gates.client.workflow.executeUpdateWithStart(acquireSlotsUpdate, {
+            args: [request],
+            startWorkflowOperation: this.startOperation(),
+          }),
+        );
         this.#absorb(answer, askedAt);
         batch.forEach((w, i) =>
           w.resolve({
@@ -171,10 +189,10 @@ class CredentialChannel {
         lastError = err;
         if (process.env['RETRYQ_LOAD_DEBUG'])
           process.stderr.write(`load control: slot request failed: ${String(err)}\n`);
-        await sleep(100 * 2 ** attempt);
+        await this.gates.pause(100 * 2 ** attempt);
       }
     }
-    const why = lastError instanceof Error ? lastError.message : String(lastError);
+    const why = this.gates.closed ? SHUTTING_DOWN : lastError instanceof Error ? lastError.message : String(lastError);
     for (const w of batch) w.resolve({ answer: unavailable(why), entityNowMs: undefined });
   }
 
@@ -210,7 +228,9 @@ class CredentialChannel {
     if (this.gates.clock() - this.view.refreshedAt <= CACHE_FRESH_MS) return;
     this.#querying ??= (async () => {
       try {
-        const state = await this.gates.client.workflow.getHandle(this.workflowId).query(credentialStateQuery);
+        const state = await this.gates.bounded(() =>
+          this.gates.client.workflow.getHandle(this.workflowId).query(credentialStateQuery),
+        );
         this.#absorbState(state);
       } catch {
         // No entity yet (nothing was ever sent) or it is briefly unreachable: keep the last view.
@@ -240,6 +260,8 @@ class CredentialChannel {
   }
 }
 
+const SHUTTING_DOWN = 'this worker is shutting down';
+
 function unavailable(why: string): SlotAnswer {
   return {
     kind: 'held',
@@ -257,7 +279,9 @@ export class CredentialGates {
   readonly clock: () => number;
   readonly horizonMs: number;
   readonly metrics: LoadMetrics | undefined;
+  readonly entityCallTimeoutMs: number;
   readonly #channels = new Map<string, CredentialChannel>();
+  readonly #closing = new AbortController();
 
   constructor(options: CredentialGatesOptions) {
     this.client = options.client;
@@ -265,6 +289,7 @@ export class CredentialGates {
     this.clock = options.clock ?? Date.now;
     this.horizonMs = options.horizonMs ?? DEFAULT_HORIZON_MS;
     this.metrics = options.metrics;
+    this.entityCallTimeoutMs = options.entityCallTimeoutMs ?? DEFAULT_ENTITY_CALL_TIMEOUT_MS;
     for (const [id, budget] of options.budgets) {
       this.#channels.set(id, new CredentialChannel(id, budget, this));
       this.metrics?.budget(id, budget);
@@ -273,6 +298,43 @@ export class CredentialGates {
 
   #channel(credential: string): CredentialChannel | undefined {
     return this.#channels.get(credential);
+  }
+
+  /** True once {@link close} was called. */
+  get closed(): boolean {
+    return this.#closing.signal.aborted;
+  }
+
+  /**
+   * The worker is shutting down: every slot request waiting now or made from now on is answered `held` at once
+   * (nothing is sent; the intent waits durably and tries again, on another worker or after the restart), and calls
+   * to the entities in flight are abandoned. A graceful shutdown needs this: the entity's workflow worker may stop
+   * before the activities that wait on it, and an activity waiting for a slot would keep the drain from ending.
+   */
+  close(): void {
+    if (this.closed) return;
+    this.#closing.abort(new Error(SHUTTING_DOWN));
+    for (const channel of this.#channels.values()) channel.wake();
+  }
+
+  /**
+   * Runs one call to an entity with a deadline of {@link entityCallTimeoutMs}; at {@link close} the caller stops
+   * waiting for it at once (the worker's native connection cannot cancel a call; the deadline ends it).
+   */
+  bounded<T>(call: () => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new Error(SHUTTING_DOWN));
+    const closing = this.#closing.signal;
+    const running = this.client.withDeadline(Date.now() + this.entityCallTimeoutMs, call);
+    return new Promise<T>((resolve, reject) => {
+      const onClose = (): void => reject(new Error(SHUTTING_DOWN));
+      closing.addEventListener('abort', onClose, { once: true });
+      running.then(resolve, reject).finally(() => closing.removeEventListener('abort', onClose));
+    });
+  }
+
+  /** Waits `ms` between tries, cut short by {@link close}. */
+  async pause(ms: number): Promise<void> {
+    await sleep(ms, undefined, { signal: this.#closing.signal }).catch(() => undefined);
   }
 
   /**
@@ -312,7 +374,13 @@ export class CredentialGates {
             ? entityNowMs + answer.waitMs + channel.view.minOffsetMs
             : this.clock() + answer.waitMs;
         const waitMs = Math.min(answer.waitMs, target - this.clock());
-        if (waitMs > 0) await sleep(waitMs, undefined, signal ? { signal } : {});
+        if (waitMs > 0) {
+          const stop = signal ? AbortSignal.any([signal, this.#closing.signal]) : this.#closing.signal;
+          await sleep(waitMs, undefined, { signal: stop }).catch((err: unknown) => {
+            if (signal?.aborted) throw err; // the activity was cancelled: it says so itself
+          });
+          if (this.closed) continue; // asks again, and is answered `held`: the slot is not used
+        }
         // Right before sending: did this or another process close the gate meanwhile?
         await channel.refresh();
         const now = this.clock();
@@ -368,12 +436,12 @@ export class CredentialGates {
 
   /** A few tries; when the entity stays unreachable the local gate still holds this process. */
   async #retrying(call: () => Promise<unknown>): Promise<void> {
-    for (let attempt = 0; attempt < 4; attempt++) {
+    for (let attempt = 0; attempt < 4 && !this.closed; attempt++) {
       try {
-        await call();
+        await this.bounded(call);
         return;
       } catch {
-        await sleep(100 * 2 ** attempt);
+        await this.pause(100 * 2 ** attempt);
       }
     }
   }

@@ -247,3 +247,45 @@ describe('while dispatches of a credential are gated', () => {
     });
   });
 });
+
+describe('when a worker shuts down while a dispatch waits for its send slot', () => {
+  it('drains at once: the waiting dispatch is held (nothing sent, no attempt used) and the next worker sends it', async () => {
+    const t = await h.setup({ rules: [] });
+    const input = t.intent();
+    const workflowId = workflowIdOf(input.idempotencyKey);
+    // Only the workflow role runs: the intent schedules its dispatch, which no worker takes yet.
+    await t.run(
+      async () => {
+        await t.submit(input);
+        await vi.waitFor(
+          async () => {
+            const d = await t.env.client.workflow.getHandle(workflowId).describe();
+            expect(d.raw.pendingActivities ?? []).toHaveLength(1);
+          },
+          { timeout: 30_000, interval: 200 },
+        );
+      },
+      { roles: { workflows: true, actions: false, inspect: false } },
+    );
+    // Now only the dispatch role: it takes the activity, whose slot request goes to a credential entity that no
+    // workflow worker serves, so it waits, as it would while its own process's workflow worker stops.
+    const actions = await t.createWorkers({ workflows: false, actions: true, inspect: false });
+    const running = actions.run();
+    await vi.waitFor(
+      async () => {
+        const d = await t.env.client.workflow.getHandle(workflowId).describe();
+        const [pending] = d.raw.pendingActivities ?? [];
+        expect(pending?.lastStartedTime).toBeTruthy();
+      },
+      { timeout: 30_000, interval: 200 },
+    );
+    actions.shutdown();
+    await running; // without the fix, the drain waits for the slot forever (the test times out here)
+    expect(t.dispatches(input.idempotencyKey)).toHaveLength(0);
+
+    // A full worker set sends it, as the first attempt.
+    const outcome = await t.run(() => t.client.result(input.idempotencyKey));
+    expect(outcome).toMatchObject({ phase: 'succeeded', attempts: 1 });
+    expect(t.dispatches(input.idempotencyKey)).toHaveLength(1);
+  });
+});
