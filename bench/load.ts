@@ -253,7 +253,7 @@ async function runScenario(s: Scenario, address: string, client: Client): Promis
       });
       workers = w;
       running = w.run();
-      const rq = new RetryqClient({ client, taskQueuePrefix: prefix });
+      const rq = new RetryqClient({ client, taskQueuePrefix: prefix, requireServedCredential: false });
       log(`${s.id}: submitting ${N} intents (${s.name})`);
       startedMs = Date.now();
       submitted = Promise.all(

@@ -354,7 +354,7 @@ async function sleepingSide(side: Side, provider: Provider, n: number) {
     await sleep(2000);
     const idle = { workerMb: rssMb(worker.pid), devServerMb: rssMb(env.server.pid) };
     const wft0 = wftDone(await worker.metrics());
-    const retryq = new RetryqClient({ client: env.client, taskQueuePrefix: queue });
+    const retryq = new RetryqClient({ client: env.client, taskQueuePrefix: queue, requireServedCredential: false });
     const before = provider.count('sleep');
     const cpu = cpuMeter({ worker: worker.pid, devServer: env.server.pid, bench: process.pid });
     const t0 = performance.now();
@@ -433,7 +433,7 @@ async function throughput(provider: Provider) {
       queue: 'scale-b-bare',
       credential: credential(1_000_000),
     });
-    const retryq = new RetryqClient({ client: env.client, taskQueuePrefix: 'scale-b' });
+    const retryq = new RetryqClient({ client: env.client, taskQueuePrefix: 'scale-b', requireServedCredential: false });
     const rounds: Record<string, unknown>[] = [];
     const m = opts.complete;
     for (let r = 0; r < opts.rounds; r++) {
@@ -514,7 +514,7 @@ async function wakeStorm(provider: Provider, k: number, settleRatePerS: number |
   try {
     const cred = credential(opts.wakeBudget);
     const worker = await startWorker(env, { mode: 'retryq', queue: 'scale-c', credential: cred, tuning });
-    const retryq = new RetryqClient({ client: env.client, taskQueuePrefix: 'scale-c' });
+    const retryq = new RetryqClient({ client: env.client, taskQueuePrefix: 'scale-c', requireServedCredential: false });
     const estimateS = k / (settleRatePerS ?? 4);
     provider.wakeAtMs = Date.now() + Math.ceil(estimateS * 1.5 * 1000) + 20_000;
     const before = await worker.metrics();

@@ -17,8 +17,9 @@
  * retryq webhooks [--port N]        the webhook receiver (POST /webhooks/<source>)
  * retryq doctor                    which Temporal binaries are used, and their versions
  * ```
- * Every command that reads takes `--json`. Exit codes: 0 ok, 1 failure, 2 usage, 3 not found,
- * 4 idempotency conflict, 78 configuration error.
+ * Every command that reads takes `--json`. Exit codes: 0 ok, 1 failure, 2 usage or invalid intent, 3 no such
+ * intent, 4 idempotency conflict, 5 the intent has already ended, 6 no live worker serves the credential,
+ * 78 configuration error.
  *
  * @example
  * ```sh
@@ -29,7 +30,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
-import { RetryqClient } from './client.js';
+import { RetryqClient, isFinal } from './client.js';
 import { loadConfig, resolveSecrets, resolveWebhookSecrets } from './config.js';
 import type { RetryqConfig } from './config.js';
 import { claimDataDir, startDev } from './dev/session.js';
@@ -42,17 +43,20 @@ import type { ServerRestartsExhaustedError } from './errors.js';
 import {
   ConfigError,
   CredentialNotFoundError,
+  CredentialNotServedError,
   DataDirError,
   DataDirInUseError,
   IdempotencyConflictError,
+  IntentAlreadyEndedError,
   IntentNotFoundError,
   IntentValidationError,
   RetryqError,
   UsageError,
 } from './errors.js';
 import { connectClient, connectWorker } from './temporal/connect.js';
+import { translateTemporalError } from './temporal/service-errors.js';
 import { installRuntime } from './temporal/runtime.js';
-import { assertPortFree } from './temporal/server-process.js';
+import { assertPortFree, freePort } from './temporal/server-process.js';
 import { createWorkers } from './worker.js';
 import { runDemo } from './demo/run.js';
 import {
@@ -79,7 +83,16 @@ import {
   resumeCredential,
 } from './load-control/credentials-report.js';
 
-export const ExitCode = { ok: 0, failure: 1, usage: 2, notFound: 3, conflict: 4, config: 78 } as const;
+export const ExitCode = {
+  ok: 0,
+  failure: 1,
+  usage: 2,
+  notFound: 3,
+  conflict: 4,
+  alreadyEnded: 5,
+  credentialNotServed: 6,
+  config: 78,
+} as const;
 
 type Out = { out: (s: string) => void; err: (s: string) => void };
 const io: Out = { out: (s) => process.stdout.write(s + '\n'), err: (s) => process.stderr.write(s + '\n') };
@@ -127,6 +140,8 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
       ? { rateLimitPerMinute: positiveInt('--demo-rate-limit', values['demo-rate-limit']) }
       : {}),
   };
+  const metricsPort = config.metricsPort ?? DEFAULT_METRICS_PORT;
+  const sdkMetricsAddress = await sdkMetricsAddressFor(metricsPort);
   const webhookSecrets = new Map<string, readonly string[]>(resolveWebhookSecrets(config.webhooks.sources));
   const webhookSources = [...config.webhooks.sources];
   if (withDemo) {
@@ -134,7 +149,7 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
     webhookSecrets.set(DEMO_WEBHOOK_SOURCE, [DEMO_WEBHOOK_SECRET]);
   }
   // First the data dir: a second `retryq dev` on it is refused before it takes any port.
-  const dataDir = await claimDataDir(config, io.err);
+  const dataDir = await claimDataDir(config, io.err, sdkMetricsAddress);
   let sim: Awaited<ReturnType<typeof startProviderSim>> | undefined;
   let metrics: Awaited<ReturnType<typeof startMetrics>> | undefined;
   let dev: Awaited<ReturnType<typeof startDev>>;
@@ -148,8 +163,7 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
     }
     const secrets = new Map(resolveSecrets(config.credentials));
     if (withDemo) secrets.set(DEMO_CREDENTIAL, DEMO_API_KEY);
-    // Off unless asked for: a dev session should not take a fixed port of its own accord.
-    metrics = await startMetrics(config.metricsPort ?? 0);
+    metrics = await startMetrics(metricsPort, sdkMetricsAddress);
     dev = await startDev({ config: devConfig, secrets, log: io.err, metrics: metrics.metrics, dataDir });
   } catch (err) {
     await sim?.close();
@@ -214,7 +228,12 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
   const stopDemo = new AbortController();
   let demoDone: Promise<void> | undefined;
   if (sim) {
-    const rq = new RetryqClient({ client: dev.client, taskQueuePrefix: config.taskQueuePrefix });
+    // This process runs the demo credential's workers itself (they may not have polled yet).
+    const rq = new RetryqClient({
+      client: dev.client,
+      taskQueuePrefix: config.taskQueuePrefix,
+      requireServedCredential: false,
+    });
     const runId = new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
     demoDone = runDemo({
       rq,
@@ -309,10 +328,12 @@ async function cmdWorker(argv: string[], config: RetryqConfig): Promise<number> 
     io.out('retryq worker — run the retryq workers against the configured Temporal (TEMPORAL_ADDRESS …).');
     return ExitCode.ok;
   }
-  installRuntime({ level: 'INFO' });
+  const metricsPort = config.metricsPort ?? DEFAULT_METRICS_PORT;
+  const sdkMetricsAddress = await sdkMetricsAddressFor(metricsPort);
+  installRuntime({ level: 'INFO', sdkMetricsAddress });
   const secrets = resolveSecrets(config.credentials);
   const connection = await connectWorker(config.temporal);
-  const metrics = await startMetrics(config.metricsPort ?? 9464);
+  const metrics = await startMetrics(metricsPort, sdkMetricsAddress);
   const workers = await createWorkers({ config, connection, secrets, metrics: metrics.metrics });
   const running = workers.run();
   io.err(
@@ -326,12 +347,26 @@ async function cmdWorker(argv: string[], config: RetryqConfig): Promise<number> 
   return ExitCode.ok;
 }
 
+/** The workers' metrics port unless RETRYQ_METRICS_PORT says otherwise (`retryq worker` and `retryq dev`). */
+const DEFAULT_METRICS_PORT = 9464;
+
+/**
+ * Where the SDK's own Prometheus exporter listens: a free loopback port, read only by retryq's endpoint, which
+ * serves it with retryq's metrics on the one documented port. None when the endpoint is off.
+ */
+async function sdkMetricsAddressFor(port: number): Promise<string | undefined> {
+  return port === 0 ? undefined : `127.0.0.1:${await freePort('127.0.0.1')}`;
+}
+
 /** The workers' Prometheus endpoint (RETRYQ_METRICS_PORT); a port already in use is reported, not fatal. */
-async function startMetrics(port: number): Promise<{ metrics: LoadMetrics; close: () => Promise<void> }> {
+async function startMetrics(
+  port: number,
+  sdkMetricsAddress: string | undefined,
+): Promise<{ metrics: LoadMetrics; close: () => Promise<void> }> {
   const metrics = new LoadMetrics({ processMetrics: true });
   if (port === 0) return { metrics, close: () => Promise.resolve() };
   try {
-    const server = await serveMetrics(metrics, port);
+    const server = await serveMetrics(metrics, port, '0.0.0.0', { sdkMetricsAddress });
     io.err(`Worker metrics (Prometheus): http://localhost:${port}/metrics`);
     return { metrics, close: () => new Promise((resolve) => server.close(() => resolve())) };
   } catch (err) {
@@ -352,6 +387,9 @@ async function withClient<T>(config: RetryqConfig, fn: (rq: RetryqClient) => Pro
         taskQueuePrefix: config.taskQueuePrefix,
         defaultDeadlineMs: config.intents.defaultDeadlineMs,
         maxDeadlineMs: config.intents.maxDeadlineMs,
+        limits: config.intents.limits,
+        stalledDispatchAfterMs: config.intents.stalledDispatchAfterMs,
+        knownCredentials: config.credentials.map((c) => c.id),
       }),
     );
   } finally {
@@ -369,6 +407,7 @@ const SUBMIT_HELP = `retryq submit — submit an intent
   --inspect-url URL     inspection URL template with {idempotencyKey}
   --deadline D          ISO time or duration ('2h')
   --max-attempts N
+  --no-worker-check     accept a credential no live worker serves yet (workers deployed later)
   --wait                wait for the final outcome
   --json                machine-readable output`;
 
@@ -384,6 +423,7 @@ async function cmdSubmit(argv: string[], config: RetryqConfig): Promise<number> 
     'inspect-url': { type: 'string' },
     deadline: { type: 'string' },
     'max-attempts': { type: 'string' },
+    'no-worker-check': { type: 'boolean' },
     wait: { type: 'boolean' },
     json: { type: 'boolean' },
   });
@@ -424,12 +464,15 @@ async function cmdSubmit(argv: string[], config: RetryqConfig): Promise<number> 
   if (values['inspect-url']) intent['inspection'] = { url: values['inspect-url'] };
   if (values.deadline) intent['deadline'] = values.deadline;
   if (values['max-attempts']) {
-    const n = Number(values['max-attempts']);
+    const n = positiveInt('--max-attempts', values['max-attempts']);
     const policy = typeof intent['policy'] === 'object' && intent['policy'] !== null ? intent['policy'] : {};
     intent['policy'] = { ...policy, maxAttempts: n };
   }
   return withClient(config, async (rq) => {
-    const submitted = await rq.submit(intent as IntentInput);
+    const submitted = await rq.submit(
+      intent as IntentInput,
+      values['no-worker-check'] ? { requireServedCredential: false } : {},
+    );
     if (!values.wait) {
       if (values.json) io.out(JSON.stringify(submitted));
       else
@@ -537,7 +580,25 @@ async function cmdCancel(argv: string[], config: RetryqConfig): Promise<number> 
   const key = positionals[0];
   return withClient(config, async (rq) => {
     await rq.cancel(key, values.reason ?? 'cancelled from the retryq CLI');
-    io.out(values.json ? JSON.stringify({ key, cancelRequested: true }) : `Cancel requested for ${key}.`);
+    // A dispatch not yet sent ends at once; an attempt in flight is aborted within about a heartbeat (an inspection
+    // finishes first). Say how it ended, briefly.
+    let s = await rq.status(key);
+    for (let i = 0; i < 20 && !isFinal(s.phase); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      s = await rq.status(key);
+    }
+    if (values.json)
+      io.out(JSON.stringify({ key, cancelRequested: true, phase: s.phase, reservation: s.reservation ?? null }));
+    else if (isFinal(s.phase))
+      io.out(
+        `Intent ${key} is ${s.phase}${s.finalReason ? `: ${s.finalReason}` : ''}.` +
+          (s.reservation ? ` Reservation to reconcile: ${s.reservation.reason}.` : ' Nothing is left to reconcile.'),
+      );
+    else
+      io.out(
+        `Cancel requested for ${key}; it is still ${s.phase}: the call in flight is aborted (an inspection ` +
+          `finishes first), then it ends as cancelled; \`retryq status ${key}\` shows any reservation.`,
+      );
     return ExitCode.ok;
   });
 }
@@ -551,8 +612,8 @@ async function cmdRetryNow(argv: string[], config: RetryqConfig): Promise<number
   }
   const key = positionals[0];
   return withClient(config, async (rq) => {
-    await rq.retryNow(key);
-    io.out(values.json ? JSON.stringify({ key, retryNow: true }) : `Retry requested for ${key}.`);
+    const report = await rq.retryNow(key);
+    io.out(values.json ? JSON.stringify(report) : `${key}: ${report.message}`);
     return ExitCode.ok;
   });
 }
@@ -672,13 +733,27 @@ export async function main(argv: string[]): Promise<number> {
     if (!run) throw new UsageError(`unknown command "${command}"; run \`retryq help\``);
     return await run(rest, loadConfig());
   } catch (err) {
-    if (!(err instanceof RetryqError)) {
-      io.err(`retryq: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    // Temporal's refusals in retryq's words (with the server's own message), never a bare gRPC error.
+    const known = translateTemporalError(err, `run \`retryq ${command}\``);
+    if (!(known instanceof RetryqError)) {
+      // Not one of retryq's own errors: the message, and the stack only when asked for (never a bare stack trace).
+      const message = known instanceof Error ? known.message : String(known);
+      const stack = known instanceof Error ? (known.stack ?? '') : '';
+      io.err(
+        `retryq: ${command} failed unexpectedly: ${message}\n` +
+          (process.env['RETRYQ_DEBUG']
+            ? stack
+            : 'This looks like a bug in retryq: run again with RETRYQ_DEBUG=1 for the stack trace and report it.'),
+      );
       return ExitCode.failure;
     }
     // Problem lists start with their own heading; single-sentence errors get the command's name.
-    io.err(err instanceof ConfigError || err instanceof IntentValidationError ? err.message : `retryq: ${err.message}`);
-    return exitCodeOf(err);
+    io.err(
+      known instanceof ConfigError || known instanceof IntentValidationError
+        ? known.message
+        : `retryq: ${known.message}`,
+    );
+    return exitCodeOf(known);
   }
 }
 
@@ -687,8 +762,10 @@ function exitCodeOf(err: RetryqError): number {
   if (err instanceof UsageError || err instanceof IntentValidationError) return ExitCode.usage;
   if (err instanceof ConfigError || err instanceof DataDirError || err instanceof DataDirInUseError)
     return ExitCode.config;
+  if (err instanceof IntentAlreadyEndedError) return ExitCode.alreadyEnded;
   if (err instanceof IntentNotFoundError) return ExitCode.notFound;
   if (err instanceof IdempotencyConflictError) return ExitCode.conflict;
+  if (err instanceof CredentialNotServedError) return ExitCode.credentialNotServed;
   return ExitCode.failure;
 }
 

@@ -24,7 +24,11 @@
  * ```
  */
 import { createHash } from 'node:crypto';
-import { WorkflowFailedError } from '@temporalio/client';
+import {
+  WorkflowFailedError,
+  WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
+} from '@temporalio/client';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import {
   ApplicationFailure,
@@ -37,6 +41,8 @@ import { canonicalJson } from './canonical-json.js';
 import { loadConfig } from './config.js';
 import { DURATION_HINT, parseDurationMs } from './duration.js';
 import {
+  ConfigError,
+  CredentialNotServedError,
   IdempotencyConflictError,
   IntentAlreadyEndedError,
   IntentNotFoundError,
@@ -46,12 +52,25 @@ import {
 import type { Problem } from './errors.js';
 import { IntentFailureType } from './failures.js';
 import { deadlineDefaults, defaultPolicy, describeTarget, finalPhases, intentInputSchema } from './intent.js';
+import { defaultIntentLimits, limitProblems, sizeProblems } from './intent-limits.js';
+import type { IntentLimits } from './intent-limits.js';
+import { credentialServing, servedCredentials } from './served-credentials.js';
+import { translateTemporalError } from './temporal/service-errors.js';
+import { inRetryqWords } from './validation-words.js';
 import type { IntentInput, IntentOutcome, IntentSpec, IntentStatus, Phase } from './intent.js';
 import type { CodeTable } from './policy/index.js';
 import { credentialKey, retryAttemptKey, retryPhaseKey } from './search-attributes.js';
 import { taskQueues } from './task-queues.js';
 import { connectClient } from './temporal/connect.js';
-import { cancelSignal, intentWorkflow, retryNowSignal, statusQuery } from './workflows/index.js';
+import {
+  DEFAULT_STALL_AFTER_MS,
+  cancelSignal,
+  intentWorkflow,
+  retryNowSignal,
+  retryNowUpdate,
+  statusQuery,
+} from './workflows/index.js';
+import type { RetryNowAnswer } from './workflows/index.js';
 
 export interface RetryqClientOptions {
   /** A Temporal client. */
@@ -66,6 +85,28 @@ export interface RetryqClientOptions {
   codes?: CodeTable;
   /** @default Date.now */
   clock?: () => number;
+  /** Size limits of an intent's action, in bytes (see docs/configuration.md). @default {@link defaultIntentLimits} */
+  limits?: Partial<IntentLimits>;
+  /**
+   * Refuse an intent whose credential no live worker serves (the server lists no poller of
+   * `<prefix>.actions.<credential>`), with {@link CredentialNotServedError}. Turn off to queue intents for workers
+   * deployed later; one submit can also say `{ requireServedCredential: false }`.
+   * @default true
+   */
+  requireServedCredential?: boolean;
+  /** Credential ids to name as served in that error, besides those whose load control is active. @default [] */
+  knownCredentials?: readonly string[];
+  /**
+   * A dispatch no worker has started within this many ms is reported as stalled: in the status (`stalled`), the
+   * UI's details and `LastErrorCode="no_worker"`. @default 60_000 (1 min)
+   */
+  stalledDispatchAfterMs?: number;
+}
+
+/** Options of one {@link RetryqClient.submit}. */
+export interface SubmitOptions {
+  /** Overrides {@link RetryqClientOptions.requireServedCredential} for this submit. */
+  requireServedCredential?: boolean;
 }
 
 export interface Submitted {
@@ -73,6 +114,15 @@ export interface Submitted {
   workflowId: string;
   /** `true` when an intent with this key and payload already existed and nothing new was started. */
   attached: boolean;
+}
+
+/** What {@link RetryqClient.retryNow} did. */
+export interface RetryNowReport extends Omit<RetryNowAnswer, 'why' | 'phase'> {
+  key: string;
+  /** The intent's phase when asked; `undefined` when it did not answer. */
+  phase: RetryNowAnswer['phase'] | undefined;
+  /** {@link RetryNowAnswer.why}, or `requested` when the intent did not answer. */
+  why: RetryNowAnswer['why'] | 'requested';
 }
 
 export interface IntentListEntry {
@@ -125,6 +175,9 @@ export class RetryqClient {
     const rq = new RetryqClient({
       defaultDeadlineMs: config.intents.defaultDeadlineMs,
       maxDeadlineMs: config.intents.maxDeadlineMs,
+      limits: config.intents.limits,
+      stalledDispatchAfterMs: config.intents.stalledDispatchAfterMs,
+      knownCredentials: config.credentials.map((c) => c.id),
       ...rest,
       client,
       taskQueuePrefix: config.taskQueuePrefix,
@@ -132,6 +185,9 @@ export class RetryqClient {
     rq.closeConnection = close;
     return rq;
   }
+
+  /** Credentials recently found served (ms until which the answer holds): one DescribeTaskQueue per half minute. */
+  private readonly servedUntil = new Map<string, number>();
 
   readonly client: Client;
   private closeConnection: (() => Promise<void>) | undefined;
@@ -141,8 +197,21 @@ export class RetryqClient {
   private readonly maxDeadlineMs: number;
   private readonly codes: CodeTable | undefined;
   private readonly clock: () => number;
+  private readonly limits: IntentLimits;
+  private readonly requireServed: boolean;
+  private readonly knownCredentials: readonly string[];
+  private readonly stallAfterMs: number;
 
   constructor(options: RetryqClientOptions) {
+    const bad = limitProblems(options.limits ?? {});
+    if (bad.length > 0)
+      throw new ConfigError(
+        bad.map((b) => ({ path: `limits.${b.key}`, message: b.message, received: options.limits?.[b.key] })),
+      );
+    this.limits = { ...defaultIntentLimits, ...options.limits };
+    this.requireServed = options.requireServedCredential ?? true;
+    this.knownCredentials = options.knownCredentials ?? [];
+    this.stallAfterMs = options.stalledDispatchAfterMs ?? DEFAULT_STALL_AFTER_MS;
     this.client = options.client;
     this.prefix = options.taskQueuePrefix ?? 'retryq';
     this.queues = taskQueues(this.prefix);
@@ -167,7 +236,10 @@ export class RetryqClient {
    * problem; nothing is started.
    */
   prepare(input: IntentInput): IntentSpec {
-    const parsed = intentInputSchema.safeParse(input);
+    // Sizes first: an oversize body is reported without walking it, and nothing reaches Temporal.
+    const oversize = sizeProblems(input, this.limits);
+    if (oversize.length > 0) throw new IntentValidationError(oversize.map(({ path, message }) => ({ path, message })));
+    const parsed = intentInputSchema.safeParse(input, { error: inRetryqWords });
     if (!parsed.success) throw new IntentValidationError(problemsFromZod(parsed.error));
     const intent = parsed.data;
     const now = this.clock();
@@ -221,17 +293,18 @@ export class RetryqClient {
    * Starts the intent's workflow, or attaches to the existing one for the same key and payload.
    * @throws IntentValidationError on bad input; IdempotencyConflictError when the key is used with another payload.
    */
-  async submit(input: IntentInput): Promise<Submitted> {
+  async submit(input: IntentInput, options: SubmitOptions = {}): Promise<Submitted> {
     const spec = this.prepare(input);
     const workflowId = workflowIdOf(spec.idempotencyKey);
     const target = describeTarget(spec.action.method, spec.action.url);
+    if (options.requireServedCredential ?? this.requireServed) await this.assertServed(spec.credential);
     try {
       // One round trip in the common case: the start either creates the workflow or fails because the key is taken
       // (running: the conflict policy FAIL; finished: REJECT_DUPLICATE). Only then is the existing one described.
       await this.client.workflow.start(intentWorkflow, {
         workflowId,
         taskQueue: this.queues.workflows,
-        args: [spec, { taskQueuePrefix: this.prefix, publishChangesOnly: true }],
+        args: [spec, { taskQueuePrefix: this.prefix, publishChangesOnly: true, stallAfterMs: this.stallAfterMs }],
         workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
         memo: { fingerprint: spec.fingerprint, target, credential: spec.credential },
@@ -249,14 +322,43 @@ export class RetryqClient {
       });
       return { key: spec.idempotencyKey, workflowId, attached: false };
     } catch (err) {
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError))
+        throw translateTemporalError(err, `start the workflow of intent "${spec.idempotencyKey}"`);
     }
     // The key is taken: attach when the payload is the same (invariant 1), refuse otherwise.
-    const desc = await this.client.workflow.getHandle(workflowId).describe();
+    const desc = await this.client.workflow
+      .getHandle(workflowId)
+      .describe()
+      .catch((err: unknown) => {
+        throw translateTemporalError(err, `describe intent "${spec.idempotencyKey}"`);
+      });
     const existing = typeof desc.memo?.['fingerprint'] === 'string' ? desc.memo['fingerprint'] : undefined;
     if (existing !== spec.fingerprint)
       throw new IdempotencyConflictError(spec.idempotencyKey, existing, spec.fingerprint);
     return { key: spec.idempotencyKey, workflowId, attached: true };
+  }
+
+  /**
+   * Throws {@link CredentialNotServedError} when no live worker polls the credential's dispatch queue. A worker that
+   * has just started may not have polled yet: a "no" is asked once more, half a second later, before it stands.
+   */
+  private async assertServed(credential: string): Promise<void> {
+    if ((this.servedUntil.get(credential) ?? 0) > Date.now()) return;
+    const look = () =>
+      credentialServing(this.client, this.prefix, credential).catch((err: unknown) => {
+        throw translateTemporalError(err, `look up the workers of credential "${credential}"`);
+      });
+    let serving = await look();
+    if (serving.served === false) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      serving = await look();
+    }
+    if (serving.served === false) {
+      const served = await servedCredentials(this.client, this.prefix, this.knownCredentials);
+      if (!served.includes(credential))
+        throw new CredentialNotServedError(credential, this.queues.actions(credential), served);
+    }
+    if (serving.served !== undefined) this.servedUntil.set(credential, Date.now() + 30_000);
   }
 
   private handle(key: string): WorkflowHandle<typeof intentWorkflow> {
@@ -278,7 +380,7 @@ export class RetryqClient {
       return await this.result(key);
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) throw new IntentNotFoundError(key);
-      throw err;
+      throw translateTemporalError(err, `read the status of intent "${key}"`);
     }
   }
 
@@ -301,7 +403,7 @@ export class RetryqClient {
           return { ...(await this.lastKnown(key, 'cancelled')), phase: 'cancelled' };
         }
       }
-      throw err;
+      throw translateTemporalError(err, `wait for the outcome of intent "${key}"`);
     }
   }
 
@@ -325,24 +427,54 @@ export class RetryqClient {
     }
   }
 
-  /** Stops further dispatch and records the reason. An in-flight or unknown operation becomes a reservation. */
+  /**
+   * Stops further dispatch and records the reason. A dispatch whose request has not gone out yet (no worker has
+   * started it, or it waits for a send slot) is cancelled with it and the intent ends `cancelled` at once: nothing
+   * sent, no attempt used, no reservation. An attempt whose request is out is aborted; it may have reached the
+   * provider, so the intent ends `cancelled` with a reservation naming the attempt.
+   */
   async cancel(key: string, reason: string): Promise<void> {
     try {
       await this.handle(key).signal(cancelSignal, { reason });
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) throw await this.notRunning(key);
-      throw err;
+      throw translateTemporalError(err, `cancel intent "${key}"`);
     }
   }
 
-  /** Ends the current wait early; the next attempt still waits for the server-permitted time. */
-  async retryNow(key: string): Promise<void> {
+  /**
+   * Ends the current wait early and says when the next attempt will really run and why: never before the
+   * provider's Retry-After or while the credential's gate is closed. Intents started before this answer existed
+   * get the request all the same, answered with `why: 'requested'`.
+   * @throws IntentNotFoundError, or IntentAlreadyEndedError (a kind of it) when the intent has ended.
+   */
+  async retryNow(key: string): Promise<RetryNowReport> {
+    try {
+      const answer = await this.client.connection.withDeadline(Date.now() + 10_000, () =>
+        this.handle(key).executeUpdate(retryNowUpdate),
+      );
+      return { key, ...answer };
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw await this.notRunning(key);
+      // An intent started before the update existed, or no workflow worker answered in time: the signal is recorded.
+      if (!(err instanceof WorkflowUpdateFailedError || err instanceof WorkflowUpdateRPCTimeoutOrCancelledError))
+        throw translateTemporalError(err, `ask intent "${key}" to retry now`);
+    }
     try {
       await this.handle(key).signal(retryNowSignal);
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) throw await this.notRunning(key);
-      throw err;
+      throw translateTemporalError(err, `ask intent "${key}" to retry now`);
     }
+    return {
+      key,
+      phase: undefined,
+      nextAttemptAt: null,
+      why: 'requested',
+      message:
+        'Retry requested; the intent did not say when it runs (it was started by an earlier retryq, or no workflow ' +
+        'worker answered within 10 s). It never runs before the server permits.',
+    };
   }
 
   /** Why a signal found no running workflow: the intent ended, or never existed. */
@@ -366,19 +498,23 @@ export class RetryqClient {
     const limit = filter.limit ?? 100;
     // A page no larger than asked for (the server's default page is 1,000 rows, fetched and decoded in full).
     const pageSize = Math.max(1, Math.min(limit, 1000));
-    for await (const wf of this.client.workflow.list({ query: clauses.join(' AND '), pageSize })) {
-      const phase = wf.typedSearchAttributes.get(retryPhaseKey);
-      out.push({
-        key: wf.workflowId.replace(/^intent:/, ''),
-        workflowId: wf.workflowId,
-        phase,
-        attempts: wf.typedSearchAttributes.get(retryAttemptKey),
-        credential: wf.typedSearchAttributes.get(credentialKey),
-        startTime: wf.startTime,
-        closeTime: wf.closeTime,
-        temporalStatus: wf.status.name,
-      });
-      if (out.length >= limit) break;
+    try {
+      for await (const wf of this.client.workflow.list({ query: clauses.join(' AND '), pageSize })) {
+        const phase = wf.typedSearchAttributes.get(retryPhaseKey);
+        out.push({
+          key: wf.workflowId.replace(/^intent:/, ''),
+          workflowId: wf.workflowId,
+          phase,
+          attempts: wf.typedSearchAttributes.get(retryAttemptKey),
+          credential: wf.typedSearchAttributes.get(credentialKey),
+          startTime: wf.startTime,
+          closeTime: wf.closeTime,
+          temporalStatus: wf.status.name,
+        });
+        if (out.length >= limit) break;
+      }
+    } catch (err) {
+      throw translateTemporalError(err, 'list intents');
     }
     return out;
   }

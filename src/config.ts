@@ -26,11 +26,17 @@ import { DURATION_HINT, parseDurationMs } from './duration.js';
 import { ConfigError, problemsFromZod } from './errors.js';
 import type { Problem } from './errors.js';
 import { credentialIdSchema, deadlineDefaults, headerNameSchema } from './intent.js';
+import { defaultIntentLimits, limitCeilings, limitProblems } from './intent-limits.js';
+import type { IntentLimits } from './intent-limits.js';
 import { budgetProblem, splitBudget } from './policy/index.js';
 import type { BudgetSplit } from './policy/index.js';
 import { stateRoot } from './temporal/binaries.js';
 import { webhookSourcesSchema } from './webhooks/source.js';
 import type { WebhookSource } from './webhooks/source.js';
+import { retryqWords } from './validation-words.js';
+
+/** Validation messages in retryq's words; the value found is in each problem's `received`. */
+const wordsBesideReceived = retryqWords({ sayFound: false });
 
 const envVarPattern = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -114,6 +120,10 @@ export interface IntentDefaults {
   defaultDeadlineMs: number;
   /** Latest deadline an intent may ask for. @default 30 days (ms) */
   maxDeadlineMs: number;
+  /** Size limits `submit` checks (bytes). @default {@link defaultIntentLimits} */
+  limits: IntentLimits;
+  /** A dispatch no worker has started within this time is reported as stalled. @default 1 min (ms) */
+  stalledDispatchAfterMs: number;
 }
 
 /** The webhook receiver (`retryq webhooks`, and `retryq dev` when sources are configured). */
@@ -228,6 +238,26 @@ export const CONFIG_VARIABLES = [
   ['RETRYQ_DEFAULT_DEADLINE', '24h', 'deadline of an intent that names none'],
   ['RETRYQ_MAX_DEADLINE', '30d', 'latest deadline an intent may ask for'],
   [
+    'RETRYQ_MAX_BODY_BYTES',
+    String(defaultIntentLimits.maxBodyBytes),
+    `largest intent body (JSON, bytes) submit accepts; at most ${limitCeilings.maxBodyBytes}`,
+  ],
+  [
+    'RETRYQ_MAX_HEADER_BYTES',
+    String(defaultIntentLimits.maxHeaderBytes),
+    `largest total of an intent's extra headers (bytes); at most ${limitCeilings.maxHeaderBytes}`,
+  ],
+  [
+    'RETRYQ_MAX_URL_BYTES',
+    String(defaultIntentLimits.maxUrlBytes),
+    `longest action or inspection URL (bytes); at most ${limitCeilings.maxUrlBytes}`,
+  ],
+  [
+    'RETRYQ_STALLED_DISPATCH_AFTER',
+    '1m',
+    'a dispatch no worker has started this long is reported as stalled (status, UI, LastErrorCode="no_worker")',
+  ],
+  [
     'RETRYQ_MAX_CACHED_WORKFLOWS',
     String(defaultWorkerTuning.maxCachedWorkflows),
     'intent workflows a worker keeps cached; bounds its memory (see docs/operations.md)',
@@ -256,7 +286,11 @@ export const CONFIG_VARIABLES = [
     '5s',
     'webhook receiver: time to store a delivery in Temporal before answering 503',
   ],
-  ['RETRYQ_METRICS_PORT', '9464 (worker), off (dev)', 'workers: Prometheus metrics at /metrics on this port (0: off)'],
+  [
+    'RETRYQ_METRICS_PORT',
+    '9464',
+    "workers (`retryq worker`, `retryq dev`): retryq's and the Temporal SDK's Prometheus metrics at /metrics (0: off)",
+  ],
 ] as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -304,9 +338,26 @@ export function loadConfig(env: Env = process.env): RetryqConfig {
 
   const credentials = parseCredentials(raw('RETRYQ_CREDENTIALS'), problems);
 
-  const intents = {
+  const limit = (name: string, key: keyof IntentLimits): number => {
+    const v = raw(name);
+    if (v === undefined) return defaultIntentLimits[key];
+    const n = Number(v);
+    const [problem] = /^\d+$/.test(v) ? limitProblems({ [key]: n }) : limitProblems({ [key]: Number.NaN });
+    if (problem) {
+      problems.push({ path: name, message: problem.message, received: v });
+      return defaultIntentLimits[key];
+    }
+    return n;
+  };
+  const intents: IntentDefaults = {
     defaultDeadlineMs: duration('RETRYQ_DEFAULT_DEADLINE', deadlineDefaults.defaultDeadlineMs),
     maxDeadlineMs: duration('RETRYQ_MAX_DEADLINE', deadlineDefaults.maxDeadlineMs),
+    limits: {
+      maxBodyBytes: limit('RETRYQ_MAX_BODY_BYTES', 'maxBodyBytes'),
+      maxHeaderBytes: limit('RETRYQ_MAX_HEADER_BYTES', 'maxHeaderBytes'),
+      maxUrlBytes: limit('RETRYQ_MAX_URL_BYTES', 'maxUrlBytes'),
+    },
+    stalledDispatchAfterMs: duration('RETRYQ_STALLED_DISPATCH_AFTER', 60_000),
   };
   if (intents.defaultDeadlineMs > intents.maxDeadlineMs)
     problems.push({
@@ -374,7 +425,7 @@ function loadWorkerTuning(raw: (name: string) => string | undefined, problems: P
     } else input[field] = Number(text);
   }
   if (!readable) return { ...defaultWorkerTuning };
-  const parsed = workerTuningSchema.safeParse(input);
+  const parsed = workerTuningSchema.safeParse(input, { error: wordsBesideReceived });
   if (parsed.success) return parsed.data;
   for (const issue of parsed.error.issues) {
     const variable = workerTuningVariables[issue.path[0] as keyof WorkerTuning];
@@ -410,7 +461,7 @@ function parseJsonVariable<T>(
     });
     return [];
   }
-  const parsed = schema.safeParse(json);
+  const parsed = schema.safeParse(json, { error: wordsBesideReceived });
   if (!parsed.success) {
     problems.push(...problemsFromZod(parsed.error, { input: json, received: true, prefix: variable }));
     return [];

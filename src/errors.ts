@@ -294,6 +294,50 @@ export class TemporalBinaryNotFoundError extends RetryqError {
   }
 }
 
+/**
+ * Temporal refused a request retryq made (the server or its gRPC layer answered with an error status). The message
+ * says what retryq was doing, the gRPC status and the server's own message, then what to do where retryq knows.
+ */
+export class TemporalRequestError extends RetryqError {
+  readonly code = 'temporal_request_failed';
+  constructor(
+    /** What retryq asked Temporal to do (`start the workflow of intent "order-1"`). */
+    readonly doing: string,
+    /** The gRPC status name (`INVALID_ARGUMENT`, `RESOURCE_EXHAUSTED`, …). */
+    readonly status: string,
+    /** The server's own message. */
+    readonly serverMessage: string,
+    advice: string,
+    options?: { cause: unknown },
+  ) {
+    super(`Temporal refused to ${doing} (${status}): ${serverMessage}.${advice ? ` ${advice}` : ''}`, options);
+  }
+}
+
+/**
+ * No live worker serves the intent's credential: nobody polls its dispatch task queue, so the intent could not be
+ * sent. Nothing was started. `served` names the credentials that are served now (those retryq could look up).
+ */
+export class CredentialNotServedError extends RetryqError {
+  readonly code = 'credential_not_served';
+  constructor(
+    readonly credential: string,
+    /** The task queue nobody polls (`retryq.actions.<credential>`). */
+    readonly taskQueue: string,
+    readonly served: readonly string[],
+  ) {
+    super(
+      `No live worker serves credential "${credential}" (nobody polls task queue ${taskQueue}), so the intent ` +
+        `could not be sent; nothing was started. ` +
+        (served.length
+          ? `Credentials served now: ${served.join(', ')}. `
+          : 'No worker serves any credential retryq knows of right now. ') +
+        `Check the credential id, or start a worker with it in RETRYQ_CREDENTIALS; to queue intents for workers ` +
+        `deployed later, submit with { requireServedCredential: false } (CLI: --no-worker-check).`,
+    );
+  }
+}
+
 /** A search attribute exists with a type other than the one retryq needs. */
 export class SearchAttributeTypeMismatchError extends RetryqError {
   readonly code = 'search_attribute_type_mismatch';

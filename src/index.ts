@@ -41,15 +41,26 @@
  * @module
  */
 export { RetryqClient, fingerprintOf, isFinal, workflowIdOf } from './client.js';
-export type { IntentListEntry, RetryqClientOptions, RetryqConnectOptions, Submitted } from './client.js';
+export type {
+  IntentListEntry,
+  RetryNowReport,
+  RetryqClientOptions,
+  RetryqConnectOptions,
+  SubmitOptions,
+  Submitted,
+} from './client.js';
+export { defaultIntentLimits } from './intent-limits.js';
+export type { IntentLimits } from './intent-limits.js';
 export {
   ConfigError,
+  CredentialNotServedError,
   IdempotencyConflictError,
   IntentAlreadyEndedError,
   IntentNotFoundError,
   IntentValidationError,
   ProblemsError,
   RetryqError,
+  TemporalRequestError,
   TemporalUnreachableError,
 } from './errors.js';
 export type { Problem } from './errors.js';
@@ -68,6 +79,7 @@ export type {
   IntentStatus,
   JsonValue,
   Reservation,
+  StalledDispatch,
   WebhookCounts,
   WebhookDelivery,
   WebhookState,

@@ -144,6 +144,14 @@ export interface HeldBy {
   since?: string | undefined;
 }
 
+/** A dispatch that no worker has started: nobody serves the credential's task queue (or every worker is busy). */
+export interface StalledDispatch {
+  /** When the dispatch was queued (ISO): no worker has served the credential since. */
+  since: string;
+  /** The task queue it waits on (`<prefix>.actions.<credential>`). */
+  taskQueue: string;
+}
+
 /** Something the provider may hold for us that a person or a later inspection must reconcile. */
 export interface Reservation {
   idempotencyKey: string;
@@ -180,6 +188,8 @@ export interface IntentStatus {
   /** While the credential's load control holds this intent's next call (nothing sent, not an attempt): why. */
 
   held?: HeldBy | undefined;
+  /** While the current dispatch has waited longer than the stall time for a worker to start it. */
+  stalled?: StalledDispatch | undefined;
   /** The last attempts and inspections (bounded); `attemptLogDropped` counts older ones left out. */
   attemptLog: AttemptRecord[];
   attemptLogDropped: number;

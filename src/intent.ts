@@ -36,6 +36,7 @@ export type {
   IntentStatus,
   JsonValue,
   Reservation,
+  StalledDispatch,
   WebhookCounts,
   WebhookDelivery,
   WebhookState,
@@ -212,14 +213,19 @@ export const defaultPolicy = {
   attemptTimeoutMs: 30_000,
 } as const;
 
-const codeRuleSchema: z.ZodType<CodeRule> = z.union([
-  z.strictObject({ kind: z.literal('rate_limited') }),
-  z.strictObject({ kind: z.literal('transient') }),
-  z.strictObject({
-    kind: z.literal('permanent'),
-    reason: z.enum(permanentReasons),
-  }),
-]);
+const codeRuleSchema: z.ZodType<CodeRule> = z.union(
+  [
+    z.strictObject({ kind: z.literal('rate_limited') }),
+    z.strictObject({ kind: z.literal('transient') }),
+    z.strictObject({
+      kind: z.literal('permanent'),
+      reason: z.enum(permanentReasons),
+    }),
+  ],
+  {
+    error: `must be {"kind":"rate_limited"}, {"kind":"transient"} or {"kind":"permanent","reason":R} with R one of ${permanentReasons.join(', ')}`,
+  },
+);
 /** Extra structured error codes for this intent's provider, on top of the built-in table. */
 export const codeTableSchema = z.record(z.string().min(1).max(100), codeRuleSchema);
 
@@ -230,7 +236,11 @@ export const intentInputSchema = z
     credential: credentialIdSchema,
     action: actionSchema,
     /** Absolute time (ISO 8601 / Date) or a duration from now. @default the configured default (24h) */
-    deadline: z.union([z.date(), z.iso.datetime({ offset: true }), z.number(), z.string()]).optional(),
+    deadline: z
+      .union([z.date(), z.iso.datetime({ offset: true }), z.number(), z.string()], {
+        error: `must be an ISO 8601 time, a Date, or ${DURATION_HINT}`,
+      })
+      .optional(),
     policy: policyOverridesSchema.optional(),
     inspection: inspectionSchema.optional(),
     /** Extra structured error codes. */

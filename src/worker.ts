@@ -45,6 +45,10 @@ import { CredentialGates } from './load-control/credential-gates.js';
 import type { LoadMetrics } from './load-control/metrics.js';
 import { cachedWorkflowBundle } from './temporal/workflow-bundle.js';
 import { taskQueues } from './task-queues.js';
+import { retryqWords } from './validation-words.js';
+
+/** Validation messages in retryq's words; the value found is in each problem's `received`. */
+const wordsBesideReceived = retryqWords({ sayFound: false });
 
 export { CONFIG_VARIABLES, loadConfig, resolveSecrets } from './config.js';
 export type { CredentialConfig, RetryqConfig, TemporalConfig, WorkerTuning } from './config.js';
@@ -122,7 +126,7 @@ export interface RetryqWorkers {
 
 /** The workflow worker's sizing: defaults filled in, every field checked (throws {@link ConfigError}). */
 export function workerTuningOf(tuning: Partial<WorkerTuning> = {}): WorkerTuning {
-  const parsed = workerTuningSchema.safeParse({ ...defaultWorkerTuning, ...tuning });
+  const parsed = workerTuningSchema.safeParse({ ...defaultWorkerTuning, ...tuning }, { error: wordsBesideReceived });
   if (parsed.success) return parsed.data;
   throw new ConfigError(
     parsed.error.issues.map((issue) => {

@@ -118,9 +118,12 @@ export function credentialedCall(
   call: Omit<ProviderCall, 'dispatcher' | 'clock' | 'signal' | 'redact'>,
 ): Promise<ProviderOutcome> {
   const auth = credentialHeaders(deps, credential, call.method, call.purpose, target);
-  return whileHeartbeating(async () => {
+  return whileHeartbeating(async (sending) => {
     const signal = Context.current().cancellationSignal;
     await admitCall(deps, credential, call.method, call.purpose, signal);
+    // A cancel from here on aborts a request that may reach the provider: the call's evidence says so.
+    if (signal.aborted) throw signal.reason;
+    sending();
     return callProvider({
       ...call,
       headers: { ...call.headers, ...auth },

@@ -66,7 +66,12 @@ export interface DevDataDir {
  * @throws `DataDirError` when the data dir cannot be used; `DataDirInUseError` when another
  *   `retryq dev` holds it.
  */
-export async function claimDataDir(config: RetryqConfig, say: (line: string) => void): Promise<DevDataDir> {
+export async function claimDataDir(
+  config: RetryqConfig,
+  say: (line: string) => void,
+  /** Where the SDK's own Prometheus exporter listens, if anywhere (see `installRuntime`). */
+  sdkMetricsAddress?: string,
+): Promise<DevDataDir> {
   const dir = config.dev.dataDir;
   await prepareDataDir(dir, [DEV_DB_FILE, DEV_LOG_FILE]);
   const lock = config.temporal.external
@@ -78,7 +83,7 @@ export async function claimDataDir(config: RetryqConfig, say: (line: string) => 
         log: say,
       });
   const log = openJsonLog(path.join(dir, DEV_LOG_FILE), say);
-  installRuntime({ level: 'INFO', coreLevel: 'WARN', log });
+  installRuntime({ level: 'INFO', coreLevel: 'WARN', log, sdkMetricsAddress });
   let released: Promise<void> | undefined;
   return {
     dir,

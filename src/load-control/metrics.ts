@@ -129,11 +129,36 @@ export class LoadMetrics {
   }
 }
 
-/** Serves `GET /metrics` on `host:port` (port 0: any free port). Resolves with the server once it listens. */
-export async function serveMetrics(metrics: LoadMetrics, port: number, host = '0.0.0.0'): Promise<Server> {
+/**
+ * The SDK's own Prometheus text, scraped from its exporter (`Runtime` telemetry, see `temporal/runtime.ts`) at
+ * `address`; a comment line when it cannot be read, so the rest of the page still serves.
+ */
+export async function sdkMetricsText(address: string): Promise<string> {
+  try {
+    const res = await fetch(`http://${address}/metrics`, { signal: AbortSignal.timeout(5000) });
+    if (!res.ok) return `# the Temporal SDK's metrics answered HTTP ${res.status}\n`;
+    return await res.text();
+  } catch (err) {
+    return `# the Temporal SDK's metrics could not be read: ${(err as Error).message.replace(/\s+/g, ' ')}\n`;
+  }
+}
+
+/**
+ * Serves `GET /metrics` on `host:port` (port 0: any free port): retryq's load-control and process metrics, followed
+ * by the Temporal SDK's own (`sdkMetricsAddress`: where the runtime's Prometheus exporter listens), so one endpoint
+ * carries every metric of the worker process. Resolves with the server once it listens.
+ */
+export async function serveMetrics(
+  metrics: LoadMetrics,
+  port: number,
+  host = '0.0.0.0',
+  options: { sdkMetricsAddress?: string | undefined } = {},
+): Promise<Server> {
+  const sdk = options.sdkMetricsAddress;
+  const render = async () => (await metrics.render()) + (sdk ? await sdkMetricsText(sdk) : '');
   const server = createServer((req, res) => {
     if (req.method === 'GET' && (req.url === '/metrics' || req.url?.startsWith('/metrics?'))) {
-      metrics.render().then(
+      render().then(
         (text) => {
           res.writeHead(200, { 'content-type': metrics.registry.contentType });
           res.end(text);

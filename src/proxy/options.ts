@@ -13,6 +13,10 @@ import type { BackoffPolicy } from '../policy/index.js';
 import { defaultGateMaxClosedMs } from './gate.js';
 import { ProxyConfigError, problemsFromZod, valueAtPath } from '../errors.js';
 import type { Problem } from '../errors.js';
+import { retryqWords } from '../validation-words.js';
+
+/** Validation messages in retryq's words; the value found is in each problem's `received`. */
+const wordsBesideReceived = retryqWords({ sayFound: false });
 
 /** The backoff without a usable `Retry-After`: ≈ 250 ms, 500 ms, 1 s, 2 s, 4 s, 8 s, 10 s, 10 s, … ± 20 %. */
 export interface BackoffOptions {
@@ -302,7 +306,7 @@ function toRetrySettings(v: z.output<typeof retrySchema>): RetrySettings {
  * @throws ProxyConfigError listing every problem (option path, what is wrong, what is allowed)
  */
 export function resolveRetryOptions(options: unknown): RetrySettings {
-  const parsed = retrySchema.safeParse(options ?? {});
+  const parsed = retrySchema.safeParse(options ?? {}, { error: wordsBesideReceived });
   if (!parsed.success) throw new ProxyConfigError(problemsOf(parsed.error, options ?? {}));
   return toRetrySettings(parsed.data);
 }
@@ -317,7 +321,7 @@ export function resolveRetryOptions(options: unknown): RetrySettings {
  * resolveProxyOptions({ upstreams: {}, maxWait: 'soon' }); // throws: upstreams: must name at least one …; maxWait: must be a duration …
  */
 export function resolveProxyOptions(options: unknown): ProxySettings {
-  const parsed = proxySchema.safeParse(options);
+  const parsed = proxySchema.safeParse(options, { error: wordsBesideReceived });
   if (!parsed.success) throw new ProxyConfigError(problemsOf(parsed.error, options));
   const v = parsed.data;
   const upstreams = new Map<string, Upstream>();

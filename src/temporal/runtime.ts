@@ -17,6 +17,7 @@ import type { LogEntry, LogLevel } from '@temporalio/worker';
 import type { JsonLog } from '../dev/log-file.js';
 
 let installed = false;
+let installedMetricsAddress: string | undefined;
 
 export interface RuntimeSetup {
   /** Lowest level logged, for both the TypeScript SDK and the native core. @default 'WARN' */
@@ -25,6 +26,13 @@ export interface RuntimeSetup {
   coreLevel?: LogLevel;
   /** Write logs here (JSON lines), the native core's too, instead of stderr; SDK errors are still printed to stderr. */
   log?: JsonLog;
+  /**
+   * `host:port` where the SDK's own Prometheus exporter listens (the workers' metrics: task slots, poll and
+   * schedule-to-start latencies, sticky cache, and retryq's counters emitted through the SDK's metric meter).
+   * retryq binds it to a loopback port and serves it together with its own metrics (see `worker-metrics.ts`).
+   * @default none: the SDK records no metrics
+   */
+  sdkMetricsAddress?: string | undefined;
 }
 
 function logTo(log: JsonLog): (entry: LogEntry) => void {
@@ -37,10 +45,16 @@ function logTo(log: JsonLog): (entry: LogEntry) => void {
   };
 }
 
+/** Whether {@link installRuntime} ran in this process, and with the SDK's metrics where. */
+export function runtimeInstalled(): { installed: boolean; sdkMetricsAddress: string | undefined } {
+  return { installed, sdkMetricsAddress: installedMetricsAddress };
+}
+
 /** Installs the runtime; later calls are no-ops. */
 export function installRuntime(setup: RuntimeSetup = {}): void {
   if (installed) return;
   installed = true;
+  installedMetricsAddress = setup.sdkMetricsAddress;
   const level = setup.level ?? 'WARN';
   Runtime.install({
     logger: setup.log ? new DefaultLogger(level, logTo(setup.log)) : new DefaultLogger(level),
@@ -51,6 +65,19 @@ export function installRuntime(setup: RuntimeSetup = {}): void {
         // With a log file, the core's lines go through the logger above (to the file), not straight to stderr.
         ...(setup.log ? { forward: {} } : {}),
       },
+      ...(setup.sdkMetricsAddress
+        ? {
+            metrics: {
+              prometheus: {
+                bindAddress: setup.sdkMetricsAddress,
+                // Prometheus conventions: counters end in _total, durations in seconds with the unit in the name.
+                countersTotalSuffix: true,
+                unitSuffix: true,
+                useSecondsForDurations: true,
+              },
+            },
+          }
+        : {}),
     },
   });
 }

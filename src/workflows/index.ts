@@ -20,14 +20,16 @@
  * @module
  */
 export {
+  DEFAULT_STALL_AFTER_MS,
   intentWorkflow,
   cancelSignal,
   retryNowSignal,
+  retryNowUpdate,
   statusQuery,
   webhookSignal,
   SEEN_DELIVERIES_LIMIT,
 } from './intent.js';
-export type { IntentWorkflowOptions, CarriedState } from './intent.js';
+export type { IntentWorkflowOptions, CarriedState, RetryNowAnswer } from './intent.js';
 export {
   credentialWorkflow,
   acquireSlotsUpdate,

@@ -15,14 +15,19 @@
  * const status = await handle.query(statusQuery);
  * ```
  */
+import { ApplicationFailureCategory, TimeoutType } from '@temporalio/common';
 import {
+  ActivityCancellationType,
   ApplicationFailure,
   CancellationScope,
+  CancelledFailure,
+  TimeoutFailure,
   allHandlersFinished,
   condition,
   continueAsNew,
   defineQuery,
   defineSignal,
+  defineUpdate,
   isCancellation,
   log,
   patched,
@@ -67,6 +72,15 @@ import {
   retryPhaseKey,
 } from '../search-attributes.js';
 import { taskQueues } from '../task-queues.js';
+import type { DispatchInput } from '../activities/dispatch.js';
+import {
+  countAttempt,
+  countEnded,
+  countHeld,
+  countInspection,
+  countRateLimited,
+  countStalled,
+} from './intent-metrics.js';
 
 /** Room for a call to wait for its send slot inside the activity (the load-control horizon). */
 const SLOT_WAIT_MS = 10_000;
@@ -114,6 +128,31 @@ export const webhookSignal = defineSignal<[WebhookDelivery]>('webhook');
 /** Delivery ids remembered for deduplication (oldest forgotten first; a forgotten one could only add a log line). */
 export const SEEN_DELIVERIES_LIMIT = 200;
 
+/** What "retry now" did: when the next attempt will really run, and why not sooner. */
+export interface RetryNowAnswer {
+  /** The intent's phase when the request arrived. */
+  phase: Phase;
+  /** When the next provider call will run (ISO); `null` while one runs now. */
+  nextAttemptAt: string | null;
+  /**
+   * `now`: at once; `server_floor`: the provider's Retry-After permits it no sooner; `gate`: the credential's gate
+   * is closed after a rate limit until then; `blocked`: the credential is blocked until an operator resumes it
+   * (the call is held again); `in_progress`: a call runs now.
+   */
+  why: 'now' | 'server_floor' | 'gate' | 'blocked' | 'in_progress';
+  /** The same, as a sentence for people. */
+  message: string;
+}
+
+/**
+ * Ends the current wait early, like {@link retryNowSignal}, and answers when the next attempt will really run and
+ * why (the server floor and the credential's gate still apply).
+ */
+export const retryNowUpdate = defineUpdate<RetryNowAnswer, []>('retryNowAndReport');
+
+/** Dispatches not started within this time are reported as stalled, unless the client says otherwise. */
+export const DEFAULT_STALL_AFTER_MS = 60_000;
+
 /** Workflow input besides the spec: where the activities run, and state carried across continue-as-new. */
 export interface IntentWorkflowOptions {
   /** @default 'retryq' */
@@ -125,6 +164,14 @@ export interface IntentWorkflowOptions {
    * @default false
    */
   publishChangesOnly?: boolean;
+  /**
+   * A dispatch no worker has started within this many ms is reported as stalled (status `stalled`, the UI's
+   * details, `LastErrorCode="no_worker"`) and keeps waiting for a worker until the deadline; and a cancel that
+   * arrives before the dispatch started ends the intent at once, with nothing sent. Every intent the client starts
+   * sets it; runs without it (histories recorded before it existed) keep the earlier command sequence and replay.
+   * @default undefined (off)
+   */
+  stallAfterMs?: number;
   /** @internal state carried across continue-as-new */
   carried?: CarriedState;
 }
@@ -180,6 +227,9 @@ class IntentRun {
   readonly queues: ReturnType<typeof taskQueues>;
   readonly target: string;
   readonly changesOnly: boolean;
+  readonly stallAfterMs: number | undefined;
+  /** The last dispatch was cancelled before any worker started it: nothing was sent. */
+  dispatchUnsent = false;
 
   constructor(
     readonly spec: IntentSpec,
@@ -190,6 +240,7 @@ class IntentRun {
     this.queues = taskQueues(this.taskQueuePrefix);
     this.target = describeTarget(spec.action.method, spec.action.url);
     this.changesOnly = options.publishChangesOnly === true;
+    this.stallAfterMs = options.stallAfterMs;
     const carried = options.carried ? upgradeCarried(options.carried) : undefined;
     if (carried) {
       this.neverSentInARow = carried.neverSentInARow;
@@ -271,7 +322,10 @@ class IntentRun {
     put(retryAttemptKey, s.attempts);
     put(credentialKey, s.credential);
     put(nextAttemptAtKey, s.nextAttemptAt ? new Date(s.nextAttemptAt) : null);
-    if (errorCode !== null && ev?.decision !== 'success') put(lastErrorCodeKey, errorCode);
+    // A stalled dispatch is found with LastErrorCode="no_worker"; the code goes once a worker has answered.
+    if (s.stalled) put(lastErrorCodeKey, NO_WORKER_CODE);
+    else if (errorCode !== null && ev?.decision !== 'success') put(lastErrorCodeKey, errorCode);
+    else if (held.get(lastErrorCodeKey) === NO_WORKER_CODE) put(lastErrorCodeKey, null);
     if (updates.length > 0) upsertSearchAttributes(updates);
     setCurrentDetails(this.details());
   }
@@ -289,6 +343,12 @@ class IntentRun {
       case Phase.scheduled:
         return `Scheduled: ${this.target}, first attempt due now.`;
       case Phase.dispatching:
+        if (s.stalled)
+          return (
+            `No worker has served credential ${s.credential} since ${clock(s.stalled.since)}: ${attempt} waits on ` +
+            `task queue ${s.stalled.taskQueue} and nothing was sent. Start a worker that has this credential ` +
+            `(RETRYQ_CREDENTIALS), or cancel the intent (it ends at once); it expires at its deadline ${clock(s.deadline)}.`
+          );
         return `Sending ${this.target} (${attempt}).`;
       case Phase.inspecting:
         return `Checking with the provider whether attempt ${s.attempts} took effect (inspection ${s.inspections}) before anything else is sent.`;
@@ -445,7 +505,11 @@ class IntentRun {
   }
 
   optionsForNextRun(): IntentWorkflowOptions {
-    return { taskQueuePrefix: this.taskQueuePrefix, ...(this.changesOnly ? { publishChangesOnly: true } : {}) };
+    return {
+      taskQueuePrefix: this.taskQueuePrefix,
+      ...(this.changesOnly ? { publishChangesOnly: true } : {}),
+      ...(this.stallAfterMs !== undefined ? { stallAfterMs: this.stallAfterMs } : {}),
+    };
   }
 
   /** Durable sleep until the next call is due; a cancel ends it, "retry now" shortens it to the server floor. */
@@ -496,24 +560,35 @@ class IntentRun {
     s.nextAttemptAt = undefined;
     this.publish();
     const startedAt = new Date().toISOString();
-    const { dispatch } = this.activities(
-      this.queues.actions(this.spec.credential),
-      `attempt ${s.attempts}/${s.maxAttempts}: ${this.target}`,
-    );
     let result: DispatchResult;
-    const scope = new CancellationScope();
-    this.dispatchScope = scope;
+    const input: DispatchInput = {
+      idempotencyKey: this.spec.idempotencyKey,
+      credential: this.spec.credential,
+      action: this.spec.action,
+      attempt: s.attempts,
+      timeoutMs: this.spec.policy.attemptTimeoutMs,
+      codes: this.spec.codes,
+    };
     try {
-      result = await scope.run(() =>
-        dispatch({
-          idempotencyKey: this.spec.idempotencyKey,
-          credential: this.spec.credential,
-          action: this.spec.action,
-          attempt: s.attempts,
-          timeoutMs: this.spec.policy.attemptTimeoutMs,
-          codes: this.spec.codes,
-        }),
-      );
+      if (this.stallAfterMs === undefined) {
+        // Runs started without the option keep their command sequence: a cancel signal cancels this scope (behind
+        // IntentPatch.cancelAbortsDispatch) and the dispatch is not waited for.
+        const { dispatch } = this.activities(
+          this.queues.actions(this.spec.credential),
+          `attempt ${s.attempts}/${s.maxAttempts}: ${this.target}`,
+        );
+        const scope = new CancellationScope();
+        this.dispatchScope = scope;
+        result = await scope.run(() => dispatch(input));
+      } else {
+        const answer = await this.watchedDispatch(input);
+        if (answer === 'unsent') {
+          // Cancelled before any worker started it: nothing was sent, so it was no attempt and leaves no reservation.
+          s.attempts--;
+          return this.finish(Phase.cancelled, `${s.cancelRequested ?? 'cancelled'} (before it was sent)`);
+        }
+        result = answer;
+      }
     } catch (err) {
       if (isCancellation(err)) {
         if (this.abortedByCancel && !CancellationScope.current().consideredCancelled)
@@ -528,6 +603,16 @@ class IntentRun {
       if (hold) return this.held(hold, 'dispatch');
       s.held = undefined;
       const evidence = evidenceFromFailure(err, this.spec.action.method, 'dispatch');
+      if (this.stallAfterMs !== undefined && evidence.status === undefined && evidence.sent !== 'no') {
+        // A watched dispatch that a cancel reached after its request had gone out: the activity aborted the request
+        // and reported it as a call of unknown outcome (a cancel before that point ends as 'unsent' instead).
+        if (CancellationScope.current().consideredCancelled) {
+          // Cancelled through Temporal: the run's cancellation handler records the attempt in flight.
+          this.recordAborted(startedAt);
+          throw new CancelledFailure('cancelled through Temporal while the attempt was in flight');
+        }
+        if (s.cancelRequested !== undefined) return this.abortedDispatch(startedAt);
+      }
       const decision = classify(evidence, { now: new Date(), codes: this.spec.codes });
       if (evidence.sent === 'no' && patched(IntentPatch.neverSentIsNoAttempt))
         return this.neverSent(evidence, decision, startedAt);
@@ -538,6 +623,7 @@ class IntentRun {
     const evidence: EvidenceSummary = { status: result.status, sent: 'yes', decision: 'success' };
     s.held = undefined;
     s.unreachableSince = undefined;
+    countAttempt(this.spec.credential, 'success');
     s.lastEvidence = evidence;
     this.record({ kind: 'dispatch', attempt: s.attempts, startedAt, evidence });
     s.result = { status: result.status, body: result.body, ...(result.truncated ? { truncated: true } : {}) };
@@ -552,12 +638,19 @@ class IntentRun {
     this.dispatchScope.cancel();
   }
 
-  /** The dispatch was cancelled by a cancel signal: its request was aborted, and may have reached the provider. */
-  async abortedDispatch(startedAt: string): Promise<IntentOutcome> {
+  /** The attempt in flight was aborted by a cancel: its request may have reached the provider. */
+  recordAborted(startedAt: string): void {
     const s = this.status;
     const evidence: EvidenceSummary = { transport: 'aborted', sent: 'unknown', decision: 'cancelled' };
     s.lastEvidence = evidence;
     this.record({ kind: 'dispatch', attempt: s.attempts, startedAt, evidence });
+    countAttempt(this.spec.credential, 'unknown_outcome');
+  }
+
+  /** The dispatch was cancelled by a cancel signal: its request was aborted, and may have reached the provider. */
+  async abortedDispatch(startedAt: string): Promise<IntentOutcome> {
+    const s = this.status;
+    this.recordAborted(startedAt);
     s.reservation = reservation(
       this.spec.idempotencyKey,
       s.attempts,
@@ -595,7 +688,7 @@ class IntentRun {
    * after the deadline (invariant 7). 1 ms is the least timeout (zero means "none"); any larger floor would let a
    * call start after the deadline.
    */
-  activities(taskQueue: string, summary: string) {
+  activities(taskQueue: string, summary: string, watched?: { startWithinMs: number }) {
     return proxyActivities<Activities>({
       taskQueue,
       // The attempt's own timeout, the answer's way back, and the wait for a send slot from the credential's
@@ -603,10 +696,13 @@ class IntentRun {
       startToCloseTimeout: this.spec.policy.attemptTimeoutMs + 10_000 + SLOT_WAIT_MS,
       // Not started by the deadline = never started: no dispatch or inspection after the deadline (invariant 7).
       // No minimum beyond 1 ms (a zero timeout means "none"): any floor would let an attempt start after it.
-      scheduleToStartTimeout: Math.max(1, this.deadlineMs - Date.now()),
+      scheduleToStartTimeout: Math.max(1, Math.min(this.deadlineMs - Date.now(), watched?.startWithinMs ?? Infinity)),
       // Silent this long = its worker is gone: the call ends (outcome unknown) and the intent moves on in seconds.
       heartbeatTimeout: HEARTBEAT_TIMEOUT_MS,
       retry: { maximumAttempts: 1 },
+      // A watched dispatch: a cancel before it started is confirmed by the server at once (nothing sent); one that
+      // runs is waited for, so its outcome is known (see watchedDispatch).
+      ...(watched ? { cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED } : {}),
       summary,
     });
   }
@@ -618,6 +714,8 @@ class IntentRun {
     s.unreachableSince = undefined;
     const summary = summarize(evidence, decision);
     s.lastEvidence = summary;
+    countAttempt(this.spec.credential, decision.kind);
+    if (evidence.status === 429) countRateLimited(this.spec.credential, 'dispatch');
     const entry: AttemptRecord = { kind: 'dispatch', attempt: s.attempts, startedAt, evidence: summary };
     this.record(entry);
     switch (decision.kind) {
@@ -761,6 +859,8 @@ class IntentRun {
       const decision = classify(evidence, { now: new Date(), codes: this.spec.codes });
       const summary = summarize(evidence, decision);
       s.lastEvidence = summary;
+      countInspection(this.spec.credential, 'error');
+      if (evidence.status === 429) countRateLimited(this.spec.credential, 'inspect');
       const entry: AttemptRecord = { kind: 'inspect', attempt: s.attempts, startedAt, evidence: summary };
       this.record(entry);
       const next = inspectionFailure(decision);
@@ -784,6 +884,7 @@ class IntentRun {
   async held(hold: CredentialHold, next: 'dispatch' | 'inspect'): Promise<IntentOutcome | undefined> {
     const s = this.status;
     const now = Date.now();
+    countHeld(hold.credential, hold.kind);
     if (hold.kind === 'blocked') {
       s.held = { credential: hold.credential, reason: 'blocked', why: hold.reason, since: hold.since };
       this.setDue(Math.min(this.deadlineMs, now + BLOCKED_RECHECK_MS));
@@ -819,6 +920,7 @@ class IntentRun {
   /** The one place an inspection result becomes Temporal calls; what it means comes from the policy. */
   async afterInspection(found: InspectResult, startedAt: string): Promise<IntentOutcome | undefined> {
     const s = this.status;
+    countInspection(this.spec.credential, found.kind);
     const verdict = inspectionVerdict(found, {
       method: this.spec.action.method,
       permittedAtMs: this.permittedAtMs,
@@ -879,6 +981,7 @@ class IntentRun {
     if (phase !== Phase.succeeded && leftover !== undefined)
       s.reservation ??= reservation(this.spec.idempotencyKey, s.attempts, leftover);
     this.publish();
+    countEnded(this.spec.credential, phase);
   }
 
   /** Records the final phase; returns the outcome (success) or throws the intent's failure. */
@@ -894,8 +997,152 @@ class IntentRun {
         : phase === Phase.cancelled
           ? IntentFailureType.IntentCancelled
           : IntentFailureType.IntentFailed;
-    throw ApplicationFailure.create({ type, message: `${phase}: ${reason}`, nonRetryable: true, details: [outcome] });
+    const failure = ApplicationFailure.create({
+      type,
+      message: this.failureSentence(phase, reason),
+      nonRetryable: true,
+      details: [outcome],
+      // An intent that ends unsuccessfully is an outcome, not a crash of retryq: the SDK logs it quietly.
+      category: ApplicationFailureCategory.BENIGN,
+    });
+    // No stack trace: the failure is the intent's outcome, and the UI shows a stack as if the code had crashed.
+    failure.stack = '';
+    throw failure;
   }
+
+  /**
+   * The failure's message in the UI: a sentence saying what happened, the last evidence and any reservation, then
+   * where the full outcome is.
+   */
+  failureSentence(phase: Exclude<Phase, 'succeeded'>, reason: string): string {
+    const s = this.status;
+    const what =
+      phase === Phase.expired
+        ? `Expired: ${this.target} was not delivered by the deadline`
+        : phase === Phase.cancelled
+          ? `Cancelled: ${this.target} will not be sent again`
+          : `Failed: ${this.target} was not delivered`;
+    const lastText = this.lastEvidenceText();
+    const last = !s.lastEvidence ? ' Nothing was sent.' : reason.includes(lastText) ? '' : ` Last answer: ${lastText}.`;
+    const reservationText = s.reservation
+      ? ` Reservation to reconcile: ${s.reservation.reason}; check the operation with idempotency key ${s.reservation.idempotencyKey} at the provider.`
+      : ' No reservation is left to reconcile.';
+    return (
+      `${what} (${reason}).${last}${reservationText} ` +
+      `The full outcome (attempts, evidence, log) is in this failure's details and \`retryq status ${this.spec.idempotencyKey}\`.`
+    );
+  }
+
+  /** The answer to "retry now", computed the way {@link waitUntilDue} will act on it. */
+  retryNowAnswer(): RetryNowAnswer {
+    const s = this.status;
+    const now = Date.now();
+    const iso = (ms: number) => new Date(ms).toISOString();
+    const answer = (why: RetryNowAnswer['why'], at: number | null, message: string): RetryNowAnswer => ({
+      phase: s.phase,
+      nextAttemptAt: at === null ? null : iso(at),
+      why,
+      message,
+    });
+    if (s.phase === Phase.dispatching || s.phase === Phase.inspecting || finalPhases.has(s.phase))
+      return answer(
+        'in_progress',
+        null,
+        finalPhases.has(s.phase)
+          ? `The intent is ending (${s.phase}); nothing more will be sent.`
+          : `A provider call runs now (${s.phase}, attempt ${s.attempts}/${s.maxAttempts}); nothing to shorten.`,
+      );
+    if (this.dueAtMs === undefined || s.phase === Phase.scheduled) return answer('now', now, 'The next call runs now.');
+    if (s.held?.reason === 'blocked')
+      return answer(
+        'blocked',
+        now,
+        `Credential ${s.credential} is blocked (${s.held.why ?? 'quota'}): the call runs now but is held again ` +
+          `until an operator runs \`retryq credentials resume ${s.credential}\`.`,
+      );
+    const earliest = Math.min(this.dueAtMs, Math.max(now, this.permittedAtMs ?? 0));
+    if (earliest <= now) return answer('now', now, 'The next call runs now.');
+    const gateUntil = s.held?.reason === 'rate_limited' && s.held.until ? Date.parse(s.held.until) : 0;
+    if (gateUntil >= earliest)
+      return answer(
+        'gate',
+        earliest,
+        `Credential ${s.credential} is rate limited until ${iso(gateUntil)}${s.held?.why ? ` (${s.held.why})` : ''}: ` +
+          `the next call runs at ${iso(earliest)}, not sooner.`,
+      );
+    return answer(
+      'server_floor',
+      earliest,
+      `The provider permits the next call no sooner than ${iso(earliest)}` +
+        `${s.lastEvidence?.retryAfter ? ` (Retry-After ${s.lastEvidence.retryAfter})` : ''}: it runs then.`,
+    );
+  }
+
+  /**
+   * The dispatch activity, watched (runs started with {@link IntentWorkflowOptions.stallAfterMs}):
+   * - not started within the stall time: the intent says so (status, details, search attribute) and the dispatch
+   *   is queued again to wait for a worker until the deadline — a timeout before start means nothing was sent;
+   * - a cancel (signal) cancels the activity, and waits for it to confirm (`WAIT_CANCELLATION_COMPLETED`), so the
+   *   answer says whether anything was sent: the server confirms a cancel before start at once, and an activity
+   *   still waiting for its send slot ends as cancelled — both `'unsent'` (no attempt, no reservation); an activity
+   *   whose request had gone out hears the cancel through its heartbeat, aborts the request and fails as a call of
+   *   unknown outcome (src/activities/heartbeat.ts), which {@link dispatchOnce} turns into a reservation; an answer
+   *   that arrived first stands;
+   * - a cancel through Temporal does the same through the scope, and the run records whether anything was sent.
+   */
+  async watchedDispatch(input: DispatchInput): Promise<DispatchResult | 'unsent'> {
+    const s = this.status;
+    const queue = this.queues.actions(this.spec.credential);
+    const queuedAt = Date.now();
+    let watchStall = true;
+    for (;;) {
+      // Within the stall time, or it is reported; after that, until the deadline.
+      const { dispatch } = this.activities(queue, `attempt ${s.attempts}/${s.maxAttempts}: ${this.target}`, {
+        startWithinMs: watchStall ? this.stallAfterMs! : Infinity,
+      });
+      const scope = new CancellationScope();
+      let settled = false;
+      condition(() => settled || s.cancelRequested !== undefined).then(
+        () => {
+          if (!settled) scope.cancel();
+        },
+        () => undefined, // the run itself was cancelled: the scope is cancelled with it
+      );
+      try {
+        const result = await scope.run(() => dispatch(input));
+        s.stalled = undefined;
+        return result;
+      } catch (err) {
+        if (isCancellation(err)) {
+          s.stalled = undefined;
+          this.dispatchUnsent = true;
+          // Through Temporal (the root scope): the run's cancellation handler records it.
+          if (CancellationScope.current().consideredCancelled) throw err;
+          return 'unsent';
+        }
+        if (watchStall && isNotStarted(err) && Date.now() < this.deadlineMs) {
+          watchStall = false;
+          s.stalled = { since: new Date(queuedAt).toISOString(), taskQueue: queue };
+          countStalled(this.spec.credential);
+          this.publish();
+          continue;
+        }
+        s.stalled = undefined;
+        throw err;
+      } finally {
+        settled = true;
+      }
+    }
+  }
+}
+
+/** `LastErrorCode` of an intent whose dispatch no worker has started within the stall time. */
+const NO_WORKER_CODE = 'no_worker';
+
+/** Whether an activity failed because no worker started it in time (so nothing was sent). */
+function isNotStarted(err: unknown): boolean {
+  const cause = (err as { cause?: unknown } | undefined)?.cause;
+  return cause instanceof TimeoutFailure && cause.timeoutType === TimeoutType.SCHEDULE_TO_START;
 }
 
 function reservation(idempotencyKey: string, attempt: number, reason: string): Reservation {
@@ -929,6 +1176,11 @@ export async function intentWorkflow(spec: IntentSpec, options: IntentWorkflowOp
   setHandler(retryNowSignal, () => {
     run.retryNowRequests++;
   });
+  setHandler(retryNowUpdate, () => {
+    const answer = run.retryNowAnswer();
+    run.retryNowRequests++;
+    return answer;
+  });
   setHandler(webhookSignal, (delivery) => run.onWebhook(delivery));
   try {
     return await run.run();
@@ -937,8 +1189,11 @@ export async function intentWorkflow(spec: IntentSpec, options: IntentWorkflowOp
       // Cancelled through Temporal (UI button, handle.cancel()): record it, then let the cancellation stand.
       await CancellationScope.nonCancellable(async () => {
         const s = run.status;
+        // A dispatch the server confirmed cancelled before any worker started it sent nothing: no reservation.
+        const unsent = run.dispatchUnsent && s.phase === Phase.dispatching;
+        if (unsent) s.attempts--;
         const leftover =
-          s.phase === Phase.dispatching
+          s.phase === Phase.dispatching && !unsent
             ? 'attempt in flight at cancellation'
             : run.needsInspection
               ? 'outcome unknown at cancellation'

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RetryqClient } from '../../src/client.js';
 import { createDevServerEnvironment } from '../../src/testing.js';
 import { createWorkers } from '../../src/worker.js';
 import type { RetryqWorkers } from '../../src/worker.js';
@@ -190,7 +191,15 @@ describe('retryq status, list and cancel', () => {
       () => undefined,
       (err: unknown) => err as { cause?: { message?: string } },
     );
-    expect(failure?.cause?.message).toBe('cancelled: customer withdrew');
+    expect(failure?.cause?.message).toMatch(
+      /^Cancelled: POST \S+\/v1\/charges will not be sent again \(customer withdrew\)\./,
+    );
+    expect(JSON.parse(cancel.stdout)).toMatchObject({
+      key,
+      cancelRequested: true,
+      phase: 'cancelled',
+      reservation: null,
+    });
     const after = JSON.parse((await retryq(['status', key, '--json'])).stdout) as { phase: string; attempts: number };
     expect(after).toMatchObject({ phase: 'cancelled', attempts: 1 });
   });
@@ -216,6 +225,63 @@ describe('retryq status, list and cancel', () => {
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('cancel needs an idempotency key');
   });
+});
+
+describe('what the commands say', () => {
+  it('retry-now says when the next attempt really runs and why, and exits 5 once the intent ended', async () => {
+    const key = `hold-${randomUUID()}`;
+    expect((await retryq(submitArgs(key, 100, `${credential}-wait`))).code).toBe(0);
+    const rq = new RetryqClient({ client: env.client, taskQueuePrefix: prefix });
+    for (let i = 0; i < 100 && (await rq.status(key)).phase !== 'waiting'; i++)
+      await new Promise((r) => setTimeout(r, 100));
+    // The intent waits for its own Retry-After, or for the credential's gate an earlier 429 closed: either way the
+    // report names the real time and the reason.
+    const json = JSON.parse((await retryq(['retry-now', key, '--json'])).stdout) as {
+      why: string;
+      nextAttemptAt: string;
+      message: string;
+    };
+    expect(['server_floor', 'gate']).toContain(json.why);
+    expect(json.message).toContain(json.nextAttemptAt);
+    const report = await retryq(['retry-now', key]);
+    expect(report.code).toBe(0);
+    expect(report.stdout).toMatch(
+      new RegExp(`^${key}: .*(no sooner than|runs at) ${json.nextAttemptAt.replace(/\./g, '\\.')}`),
+    );
+    expect((await retryq(['cancel', key])).stdout).toContain(`Intent ${key} is cancelled`);
+    const ended = await retryq(['retry-now', key]);
+    expect(ended.code).toBe(5);
+    expect(ended.stderr).toContain(`Intent "${key}" has already ended (cancelled)`);
+    expect((await retryq(['retry-now', `nope-${randomUUID()}`])).code).toBe(3);
+  }, 120_000);
+
+  it('submit exits 6 for a credential no worker serves, and --no-worker-check queues it; cancel ends it at once', async () => {
+    const key = `ok-${randomUUID()}`;
+    const refused = await retryq(submitArgs(key, 100, 'nope-cred'));
+    expect(refused.code).toBe(6);
+    expect(refused.stderr).toContain(
+      `No live worker serves credential "nope-cred" (nobody polls task queue ${prefix}.actions.nope-cred)`,
+    );
+    expect((await retryq(['status', key])).code).toBe(3);
+    expect((await retryq([...submitArgs(key, 100, 'nope-cred'), '--no-worker-check'])).code).toBe(0);
+    const cancel = await retryq(['cancel', key, '--reason', 'wrong credential']);
+    expect(cancel.code).toBe(0);
+    expect(cancel.stdout).toBe(
+      `Intent ${key} is cancelled: wrong credential (before it was sent). Nothing is left to reconcile.\n`,
+    );
+  }, 120_000);
+
+  it("words bad flags in retryq's terms and passes Temporal's refusals on without a stack trace", async () => {
+    const bad = await retryq([...submitArgs(`ok-${randomUUID()}`), '--max-attempts', 'lots']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--max-attempts must be a positive integer (got "lots")');
+    const refused = await retryq(['status', 'any-key'], { TEMPORAL_NAMESPACE: `nope-${randomUUID().slice(0, 8)}` });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      /^retryq: Temporal refused to read the status of intent "any-key" \(NOT_FOUND\): .*amespace/,
+    );
+    expect(refused.stderr).not.toMatch(/^\s+at /m);
+  }, 120_000);
 });
 
 describe('retryq credentials', () => {

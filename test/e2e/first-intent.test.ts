@@ -37,6 +37,7 @@ beforeAll(async () => {
     RETRYQ_DEV_PORT: String(await freePort()),
     RETRYQ_UI_PORT: String(await freePort()),
     RETRYQ_DEV_SIM_PORT: String(await freePort()),
+    RETRYQ_METRICS_PORT: String(await freePort()),
   };
   delete env['TEMPORAL_ADDRESS'];
   dev = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'dev'], {

@@ -13,6 +13,7 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import * as prettier from 'prettier';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { RetryqClient, workflowIdOf } from '../../src/client.js';
+import type { RetryqClientOptions } from '../../src/client.js';
 import type { IntentInput, IntentStatus } from '../../src/intent.js';
 import { createTimeSkippingEnvironment } from '../../src/testing.js';
 import { createWorkers, intentWorkflowBundle } from '../../src/worker.js';
@@ -29,6 +30,8 @@ export interface HistoryScenario {
   intent?: Partial<IntentInput>;
   /** Runs before submit (e.g. takes the provider down). */
   before?: (ctx: { sim: ProviderSim }) => Promise<void>;
+  /** Options of the recording's client besides its connection and queues. */
+  client?: Pick<RetryqClientOptions, 'stalledDispatchAfterMs'>;
   /** Runs after submit; the default waits for the result. */
   drive?: (ctx: { client: RetryqClient; key: string; waitFor: WaitFor; sim: ProviderSim }) => Promise<void>;
 }
@@ -145,6 +148,53 @@ historyScenarios.push({
   },
 });
 
+/**
+ * The watched dispatch (#13), recorded with the current client, which starts every intent with `stallAfterMs`: a
+ * plain path, a dispatch no worker serves (stalled, then expired), a cancel before anything was sent (no attempt, no
+ * reservation) and a cancel that aborts the request in flight (a reservation). Runs started without the option keep
+ * the sequences above.
+ */
+const UNSERVED = 'unserved-cred';
+historyScenarios.push(
+  {
+    name: 'rate-limited-then-succeeded-v0.2.0',
+    description: '429 with Retry-After 120 s, a durable wait, then 201 (watched dispatch, 0.2.0)',
+    scenario: firstWrite([{ status: 429, retryAfter: 120 }]),
+  },
+  {
+    // Real time: the time-skipping server does not skip while an activity waits to be started.
+    name: 'stalled-then-cancelled-v0.2.0',
+    description: 'no worker serves the credential: reported stalled after the stall time (1 s), then cancelled',
+    scenario: firstWrite(['normal']),
+    intent: { credential: UNSERVED },
+    client: { stalledDispatchAfterMs: 1000 },
+    drive: async ({ client, key, waitFor }) => {
+      await waitFor((s) => s.stalled !== undefined);
+      await client.cancel(key, 'recorded cancellation of a stalled dispatch');
+    },
+  },
+  {
+    name: 'cancelled-before-dispatch-v0.2.0',
+    description: 'cancelled while no worker had started the dispatch: ends at once, no attempt, no reservation',
+    scenario: firstWrite(['normal']),
+    intent: { credential: UNSERVED },
+    drive: async ({ client, key, waitFor }) => {
+      await waitFor((s) => s.phase === 'dispatching');
+      await client.cancel(key, 'recorded cancellation before dispatch');
+    },
+  },
+  {
+    name: 'cancelled-in-flight-v0.2.0',
+    description: 'cancelled while the provider held the answer: the request is aborted, a reservation is left',
+    scenario: firstWrite([{ commitThen: 'timeout' }]),
+    intent: { policy: { attemptTimeout: '10m' } },
+    drive: async ({ client, key, sim }) => {
+      for (let i = 0; i < 200 && sim.sideEffects(key) === 0; i++) await new Promise((r) => setTimeout(r, 50));
+      await client.cancel(key, 'recorded cancellation in flight');
+    },
+  },
+);
+
 async function runScenario(env: TestWorkflowEnvironment, sc: HistoryScenario, sim: ProviderSim): Promise<string> {
   const prefix = `replay-${sc.name}`;
   const key = `replay-${sc.name}`;
@@ -166,7 +216,13 @@ async function runScenario(env: TestWorkflowEnvironment, sc: HistoryScenario, si
   const running = workers.run();
   try {
     const now = await env.currentTimeMs();
-    const client = new RetryqClient({ client: env.client, taskQueuePrefix: prefix, clock: () => now });
+    const client = new RetryqClient({
+      client: env.client,
+      taskQueuePrefix: prefix,
+      clock: () => now,
+      requireServedCredential: false,
+      ...sc.client,
+    });
     await sc.before?.({ sim });
     await client.submit({
       idempotencyKey: key,

@@ -246,7 +246,13 @@ export function useIntentHarness(kind: HarnessKind = 'time-skipping', options: H
           if (desc?.status.name === 'RUNNING') await handle.terminate('the test that started it has finished');
         }
       });
-      const client = new RetryqClient({ client: e.client, taskQueuePrefix: prefix, clock: () => clockMs });
+      // Workers start inside `run()`, often just before the submit: the served-credential check has its own tests.
+      const client = new RetryqClient({
+        client: e.client,
+        taskQueuePrefix: prefix,
+        clock: () => clockMs,
+        requireServedCredential: false,
+      });
       const config: Pick<RetryqConfig, 'taskQueuePrefix' | 'credentials' | 'temporal'> = {
         taskQueuePrefix: prefix,
         credentials: [testCredential()],

@@ -55,6 +55,7 @@ beforeAll(async () => {
     RETRYQ_DEV_PORT: String(await freePort()),
     RETRYQ_UI_PORT: String(uiPort),
     RETRYQ_DEV_SIM_PORT: String(await freePort()),
+    RETRYQ_METRICS_PORT: String(await freePort()),
   };
   delete env['TEMPORAL_ADDRESS'];
   // A quick demo by default; refresh docs/ with the full one, e.g. RETRYQ_UI_DEMO_ARGS='--demo-charges 18'.
@@ -196,5 +197,113 @@ describe('the Temporal UI served by retryq dev', () => {
     expect(attributes).toMatch(/"NextAttemptAt": "\d{4}-\d\d-\d\dT/);
     expect(attributes).not.toContain('sk_');
     await page.close();
+  });
+});
+
+describe('failures and stalls in the Temporal UI', () => {
+  /** Opens an intent's workflow page and returns its text once `ready` shows. */
+  async function workflowPage(page: Page, key: string, ready: RegExp): Promise<string> {
+    await page.goto(`http://localhost:${uiPort}/namespaces/default/workflows/${encodeURIComponent(`intent:${key}`)}`);
+    let text = '';
+    for (let i = 0; i < 100; i++) {
+      text = await allText(page);
+      if (ready.test(text)) return text;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    await page.screenshot({ path: path.join(shots, `failed-${key}.png`) });
+    throw new Error(`${String(ready)} never showed for intent:${key}; page text:\n${text}`);
+  }
+
+  /** No line of a stack trace (`at fn (file:line)`), and no SDK-internal wording. */
+  function expectNoCrashLook(text: string): void {
+    expect(text).not.toMatch(/^\s*at \S+ \(?\S+:\d+:\d+\)?$/m);
+    expect(text).not.toMatch(/workflow-bundle|ApplicationFailure:|node_modules/);
+  }
+
+  it("shows a failed and an expired intent's failure as a sentence first, the outcome in its details", async () => {
+    const failedKey = /(demo-[\w-]+-perm-1)\b/.exec(output)?.[1];
+    const expiredKey = /(demo-[\w-]+-far-1)\b/.exec(output)?.[1];
+    expect(failedKey && expiredKey, output).toBeTruthy();
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const failed = await workflowPage(page, failedKey!, /Failed: POST \S+\/v1\/charges was not delivered/);
+    expect(failed).toMatch(
+      /Failed: POST \S+ was not delivered \(permanent failure .*HTTP 403 permission_denied\)\. No reservation/,
+    );
+    expect(failed).toContain('No reservation is left to reconcile.');
+    expect(failed).toContain('"phase": "failed"'); // the outcome, in the failure's details
+    expectNoCrashLook(failed);
+    await page.screenshot({ path: path.join(shots, 'ui-failed-intent.png') });
+    const expired = await workflowPage(page, expiredKey!, /Expired: POST \S+ was not delivered by the deadline/);
+    expect(expired).toContain('past the deadline');
+    expect(expired).toContain('"phase": "expired"');
+    expectNoCrashLook(expired);
+    await page.close();
+  });
+
+  it('shows a stalled dispatch in the details and finds it by LastErrorCode; a cancel ends it as a sentence', async () => {
+    const simUrl = /Simulated provider: (http:\/\/[0-9.:]+)/.exec(output)?.[1];
+    const key = `ui-stall-${randomUUID().slice(0, 8)}`;
+    const { client, close } = await connectClient(loadConfig(env).temporal);
+    try {
+      const rq = new RetryqClient({ client, stalledDispatchAfterMs: 1000 });
+      await rq.submit(
+        {
+          idempotencyKey: key,
+          credential: 'nobody-serves-this',
+          action: { method: 'POST', url: `${simUrl}/v1/charges`, body: { amount: 5 } },
+          inspection: { url: `${simUrl}/v1/operations/{idempotencyKey}` },
+          deadline: '3h',
+        },
+        { requireServedCredential: false },
+      );
+      for (let i = 0; i < 100 && !(await rq.status(key)).stalled; i++) await new Promise((r) => setTimeout(r, 200));
+      expect((await rq.status(key)).stalled).toBeDefined();
+
+      const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      const query = 'LastErrorCode="no_worker" AND RetryPhase="dispatching"';
+      await page.goto(`http://localhost:${uiPort}/namespaces/default/workflows?query=${encodeURIComponent(query)}`);
+      await page.getByText(`intent:${key}`).first().waitFor({ timeout: 30_000 });
+      await page
+        .getByRole('link', { name: `intent:${key}` })
+        .first()
+        .click();
+      await page.getByText('User Metadata', { exact: true }).first().waitFor();
+      const metadata = await openTab(page, 'User Metadata', /No worker has served credential/);
+      expect(metadata).toMatch(/No worker has served credential nobody-serves-this since \d\d:\d\d:\d\d UTC/);
+      await page.screenshot({ path: path.join(shots, 'ui-stalled-intent.png') });
+
+      await rq.cancel(key, 'no worker will ever serve it');
+      expect((await rq.result(key)).phase).toBe('cancelled');
+      const cancelled = await workflowPage(page, key, /Cancelled: POST \S+ will not be sent again/);
+      expect(cancelled).toContain('no worker will ever serve it');
+      expect(cancelled).toContain('No reservation is left to reconcile.');
+      expectNoCrashLook(cancelled);
+      await page.close();
+    } finally {
+      await close();
+    }
+  });
+});
+
+describe('the workers metrics of retryq dev', () => {
+  it("serve retryq's counters and the SDK's metrics from the demo on RETRYQ_METRICS_PORT", async () => {
+    const text = await (await fetch(`http://127.0.0.1:${env['RETRYQ_METRICS_PORT']}/metrics`)).text();
+    const sample = (name: string, labels = ''): string | undefined =>
+      text.split('\n').find((l) => l.startsWith(name) && l.includes(labels));
+    const shown: Record<string, string | undefined> = {
+      attempts: sample('retryq_attempts_total', 'decision="success"'),
+      rateLimited: sample('retryq_rate_limited_answers_total'),
+      inspections: sample('retryq_inspections_total'),
+      ended: sample('retryq_intents_ended_total', 'phase="succeeded"'),
+      held: sample('retryq_dispatches_held_total'),
+      stalled: sample('retryq_dispatches_stalled_total'),
+      sdkWorkflows: sample('temporal_workflow_completed_total'),
+      sdkActivityLatency: sample('temporal_activity_execution_latency_seconds_count'),
+      sdkSlots: sample('temporal_worker_task_slots_available'),
+      loadControlSends: sample('retryq_credential_sends_total'),
+    };
+    console.log(`demo metrics samples: ${JSON.stringify(shown, null, 2)}`);
+    for (const key of ['attempts', 'inspections', 'ended', 'sdkWorkflows', 'sdkActivityLatency', 'loadControlSends'])
+      expect(shown[key], key).toBeDefined();
   });
 });
