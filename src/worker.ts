@@ -124,6 +124,13 @@ export interface RetryqWorkers {
   shutdown(): void;
 }
 
+/**
+ * How long a graceful shutdown lets provider calls in flight finish before the SDK cancels them (a cancelled call's
+ * outcome is unknown, so its intent inspects before any resend). Calls still waiting for a send slot are released
+ * at once (nothing was sent). Equal to the default attempt timeout.
+ */
+export const DRAIN_GRACE_MS = 30_000;
+
 /** The workflow worker's sizing: defaults filled in, every field checked (throws {@link ConfigError}). */
 export function workerTuningOf(tuning: Partial<WorkerTuning> = {}): WorkerTuning {
   const parsed = workerTuningSchema.safeParse({ ...defaultWorkerTuning, ...tuning }, { error: wordsBesideReceived });
@@ -230,6 +237,9 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
           taskQueue,
           activities: fns,
           maxConcurrentActivityTaskExecutions: concurrency,
+          // A drain lets calls in flight finish (up to the default attempt timeout) before the SDK cancels them;
+          // without it the SDK cancels every running call the moment shutdown starts.
+          shutdownGraceTime: DRAIN_GRACE_MS,
           maxHeartbeatThrottleInterval: HEARTBEAT_EVERY_MS,
           // Without load control: Temporal's task-queue rate limit (applied per partition: rate ÷ partitions).
           ...(loadControl ? {} : { maxTaskQueueActivitiesPerSecond: perMinute / 60 }),

@@ -118,12 +118,14 @@ export function credentialedCall(
   call: Omit<ProviderCall, 'dispatcher' | 'clock' | 'signal' | 'redact'>,
 ): Promise<ProviderOutcome> {
   const auth = credentialHeaders(deps, credential, call.method, call.purpose, target);
+  let sent = false;
   return whileHeartbeating(async (sending) => {
     const signal = Context.current().cancellationSignal;
     await admitCall(deps, credential, call.method, call.purpose, signal);
     // A cancel from here on aborts a request that may reach the provider: the call's evidence says so.
     if (signal.aborted) throw signal.reason;
     sending();
+    sent = true;
     return callProvider({
       ...call,
       headers: { ...call.headers, ...auth },
@@ -132,5 +134,24 @@ export function credentialedCall(
       signal,
       redact: secretsOf(auth),
     });
+  }).catch((err: unknown) => {
+    // The worker is shutting down (its drain grace ran out, or it stopped before this call got its slot) and nothing
+    // left this process: not an attempt, not an unknown outcome. The intent tries again on a running worker.
+    if (!sent && Context.current().cancellationDetails?.workerShutdown === true) {
+      const evidence: Evidence = {
+        method: call.method,
+        purpose: call.purpose,
+        transport: 'other',
+        sent: 'no',
+        code: 'worker_shutdown',
+      };
+      throw dispatchFailure(
+        evidence,
+        { kind: 'transient', reason: 'worker_shutdown', retryAfter: { kind: 'absent' } },
+        target,
+        'the worker shut down before sending the call; nothing was sent',
+      );
+    }
+    throw err;
   });
 }

@@ -374,7 +374,7 @@ class IntentRun {
         const ev = s.lastEvidence;
         if (s.unreachableSince !== undefined && ev?.sent === 'no')
           return (
-            `Waiting: ${ev.code === 'credential_unavailable' ? `no worker has the secret of credential ${s.credential}` : 'provider unreachable'} ` +
+            `Waiting: ${unsentBecause(ev.code, s.credential)} ` +
             `since ${clock(s.unreachableSince)} (${last}); nothing was sent and no attempt was used. ` +
             `Next try at ${clock(s.nextAttemptAt)} (${attempt} so far; gives up at the deadline ${clock(s.deadline)}).`
           );
@@ -1206,4 +1206,11 @@ export async function intentWorkflow(spec: IntentSpec, options: IntentWorkflowOp
     }
     throw err;
   }
+}
+
+/** Why a call that was never sent was not sent, for the status line. */
+function unsentBecause(code: string | undefined, credential: string): string {
+  if (code === 'credential_unavailable') return `no worker has the secret of credential ${credential}`;
+  if (code === 'worker_shutdown') return 'the worker shut down before sending';
+  return 'provider unreachable';
 }
