@@ -127,9 +127,11 @@ describe('visibility', () => {
     const done = t.intent();
     const waiting = t.intent({ idempotencyKey: t.newKey('slow') });
     await t.run(async () => {
+      // One after the other: the 429 closes the credential's gate for 600 s (load control, invariant 13), which would
+      // hold `done` too if its dispatch came second.
       await t.submit(done);
-      await t.submit(waiting);
       await t.client.result(done.idempotencyKey);
+      await t.submit(waiting);
       await t.waitForStatus(waiting.idempotencyKey, (s) => s.phase === 'waiting', 'waiting');
       const keys = async (filter: Parameters<IntentTest['client']['list']>[0]) =>
         (await t.client.list(filter)).map((e) => e.key).sort();
