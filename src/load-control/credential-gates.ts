@@ -122,7 +122,7 @@ class CredentialChannel {
   }
 
   request(kind: SlotKind): Promise<Answered> {
-    if (this.gates.closed) return Promise.resolve({ answer: unavailable(SHUTTING_DOWN), entityNowMs: undefined });
+    if (this.gates.closed) return Promise.resolve(shutDown());
     return new Promise((resolve) => {
       this.#wants.push({ kind, resolve });
       this.#pump();
@@ -144,7 +144,7 @@ class CredentialChannel {
   #pump(): void {
     if (this.#busy) return;
     if (this.gates.closed) {
-      for (const w of this.#wants.splice(0)) w.resolve({ answer: unavailable(SHUTTING_DOWN), entityNowMs: undefined });
+      for (const w of this.#wants.splice(0)) w.resolve(shutDown());
     }
     const report = this.#reports.shift();
     if (report) {
@@ -261,6 +261,9 @@ class CredentialChannel {
 }
 
 const SHUTTING_DOWN = 'this worker is shutting down';
+
+/** The answer to every slot request once the gates are closed: held, nothing sent. */
+const shutDown = (): Answered => ({ answer: unavailable(SHUTTING_DOWN), entityNowMs: undefined });
 
 function unavailable(why: string): SlotAnswer {
   return {

@@ -6,41 +6,17 @@
  * skip, and stay in a file of their own: the time-skipping test server keeps counting an activity whose workflow
  * ended before the activity did (a cancellation of type TRY_CANCEL) as outstanding, and skips no time after it.
  */
-import { createServer } from 'node:http';
-import type { IncomingMessage, Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
+import { closeServer, silentProvider } from '../support/silent-provider.js';
 import { workflowIdOf } from '../../src/client.js';
 import { expectStableDispatches, useIntentHarness } from '../support/intent-harness.js';
 
 const h = useIntentHarness();
 
-/** A provider that takes every request and never answers; `closed` resolves when a request's connection closes. */
-async function silentProvider(): Promise<{
-  server: Server;
-  url: string;
-  arrived: Promise<IncomingMessage>;
-  closed: Promise<void>;
-}> {
-  let arrive!: (req: IncomingMessage) => void;
-  let close!: () => void;
-  const arrived = new Promise<IncomingMessage>((r) => (arrive = r));
-  const closed = new Promise<void>((r) => (close = r));
-  const server = createServer((req) => {
-    req.resume();
-    req.socket.once('close', close);
-    arrive(req);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, arrived, closed };
-}
-
 const servers: Server[] = [];
 afterEach(async () => {
-  for (const s of servers.splice(0)) {
-    s.closeAllConnections();
-    await new Promise((r) => s.close(r));
-  }
+  for (const s of servers.splice(0)) await closeServer(s);
 });
 
 describe('when an intent is cancelled while its dispatch waits for the provider', () => {

@@ -5,41 +5,21 @@
  * unknown outcome. Real HTTP server on port 0; the activity context is the SDK's MockActivityEnvironment, whose
  * `cancel()` is what a heartbeat delivers from the server.
  */
-import { createServer } from 'node:http';
-import type { IncomingMessage, Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { Agent } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
+import { closeServer, silentProvider } from '../../support/silent-provider.js';
 import { whileHeartbeating } from '../../../src/activities/heartbeat.js';
 import { makeDispatch } from '../../../src/activities/dispatch.js';
 import type { DispatchInput } from '../../../src/activities/dispatch.js';
 import { FailureType, evidenceFromFailure, isProviderFailure } from '../../../src/failures.js';
 
-/** A provider that takes every request and never answers; `closed` resolves when a request's connection closes. */
-async function silentProvider(): Promise<{ url: string; arrived: Promise<IncomingMessage>; closed: Promise<void> }> {
-  let arrive!: (req: IncomingMessage) => void;
-  let close!: () => void;
-  const arrived = new Promise<IncomingMessage>((r) => (arrive = r));
-  const closed = new Promise<void>((r) => (close = r));
-  const server = createServer((req) => {
-    req.resume();
-    req.socket.once('close', close);
-    arrive(req);
-  });
-  servers.push(server);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, arrived, closed };
-}
-
 const servers: Server[] = [];
 const agents: Agent[] = [];
 afterEach(async () => {
-  for (const s of servers.splice(0)) {
-    s.closeAllConnections();
-    await new Promise((r) => s.close(r));
-  }
+  for (const s of servers.splice(0)) await closeServer(s);
   for (const a of agents.splice(0)) await a.close();
 });
 
@@ -72,6 +52,7 @@ describe('when a dispatch activity is cancelled', () => {
 
   it('after its request went out: it aborts the request and fails as a call of unknown outcome, not as cancelled', async () => {
     const provider = await silentProvider();
+    servers.push(provider.server);
     const dispatch = makeDispatch({
       http: agent(),
       credentials: { authHeaders: () => ({ authorization: 'Bearer test-secret' }) },
