@@ -17,7 +17,26 @@ import { Context } from '@temporalio/activity';
 export const HEARTBEAT_EVERY_MS = 1_000;
 
 /**
- * Runs `work` while heartbeating. `work` calls `sending()` just before its request may leave the process.
+ * When an activity sends its first heartbeat, in ms from `nowMs`. A call answered before then sends none (a
+ * heartbeat is one more write on the server for every dispatch). Never later than {@link HEARTBEAT_EVERY_MS}, and
+ * never later than half the heartbeat timeout after the attempt was *scheduled*: the server counts that timeout from
+ * the attempt's start, which comes after its scheduling, so an activity that reached a busy worker late heartbeats
+ * at once and keeps at least half the timeout for the heartbeat to arrive. Without a heartbeat timeout, heartbeats
+ * only carry cancellations: the first one after {@link HEARTBEAT_EVERY_MS}.
+ */
+export function firstHeartbeatDelayMs(
+  info: { currentAttemptScheduledTimestampMs: number; heartbeatTimeoutMs?: number | undefined },
+  nowMs: number,
+): number {
+  const timeout = info.heartbeatTimeoutMs;
+  if (!timeout || !Number.isFinite(info.currentAttemptScheduledTimestampMs)) return timeout ? 0 : HEARTBEAT_EVERY_MS;
+  const latest = info.currentAttemptScheduledTimestampMs + timeout / 2;
+  return Math.max(0, Math.min(HEARTBEAT_EVERY_MS, latest - nowMs));
+}
+
+/**
+ * Runs `work` while heartbeating (the first heartbeat after {@link firstHeartbeatDelayMs}, then every
+ * {@link HEARTBEAT_EVERY_MS}). `work` calls `sending()` just before its request may leave the process.
  *
  * When the activity was cancelled before that, throws the SDK's cancellation, so the activity ends as cancelled:
  * a cancelled activity then always means "nothing was sent" (the intent workflow relies on it, see
@@ -29,8 +48,14 @@ export async function whileHeartbeating<T>(work: (sending: () => void) => Promis
   const ctx = Context.current();
   let mayHaveSent = false;
   const cancelledBeforeSending = () => ctx.cancellationSignal.aborted && !mayHaveSent;
-  ctx.heartbeat();
-  const timer = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
+  let timer: NodeJS.Timeout | undefined;
+  const first = setTimeout(
+    () => {
+      ctx.heartbeat();
+      timer = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
+    },
+    firstHeartbeatDelayMs(ctx.info, Date.now()),
+  );
   try {
     const result = await work(() => {
       mayHaveSent = true;
@@ -41,6 +66,7 @@ export async function whileHeartbeating<T>(work: (sending: () => void) => Promis
     if (cancelledBeforeSending()) throw ctx.cancellationSignal.reason;
     throw err;
   } finally {
+    clearTimeout(first);
     clearInterval(timer);
   }
 }

@@ -21,7 +21,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { Client } from '@temporalio/client';
-import { WorkflowIdConflictPolicy } from '@temporalio/common';
+import { WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/common';
+import type { UpdateDefinition } from '@temporalio/common';
 import type { CredentialHold } from '../failures.js';
 import type { BudgetSplit } from '../policy/index.js';
 import { taskQueues } from '../task-queues.js';
@@ -43,6 +44,19 @@ export const DEFAULT_HORIZON_MS = 10_000;
 /** Most wants sent in one update. */
 const BATCH = 64;
 /**
+ * How far ahead the entity may place the slots of a lease. A leased slot nobody uses is budget lost to the other
+ * processes of the credential for at most this long.
+ */
+export const LEASE_WINDOW_MS = 1_000;
+/**
+ * How late a leased slot may still be used; a later one is dropped, never saved up. Slots are spaced 2 % wider than
+ * the budget (`PACING_MARGIN`): 1.2 s per 60 s window for sends that land after their slot. Sends at most this late
+ * stay within the budget in every window and leave the rest of that slack to the network and the gate check.
+ */
+export const LEASE_GRACE_MS = 400;
+/** A lease is sized by this process's dispatches asking for a slot within this span. */
+const DEMAND_SPAN_MS = 1_000;
+/**
  * Longest one call to a credential's entity may take (update or query). Without a bound, a call to an entity that no
  * worker serves (every workflow worker stopped, or none deployed) waits forever, and with it the activity.
  */
@@ -63,18 +77,30 @@ export interface CredentialGatesOptions {
   entityCallTimeoutMs?: number;
 }
 
-/** What {@link CredentialGates.admit} decided: send now, or do not send (and why). */
-export type Admission = { kind: 'go' } | { kind: 'held'; hold: CredentialHold };
+/**
+ * What {@link CredentialGates.admit} decided: send now (in the slot the entity placed at `slotAtMs` on its own clock,
+ * when it answered), or do not send (and why).
+ */
+export type Admission =
+  { kind: 'go'; slotAtMs?: number | undefined; leased?: boolean } | { kind: 'held'; hold: CredentialHold };
 
 interface Want {
   kind: SlotKind;
   resolve: (answer: Answered) => void;
 }
 
-/** An answer and the entity's clock when it gave it. */
+/** A send slot this process holds: when to send on its own clock, and where the entity placed it on its clock. */
+interface Slot {
+  atMs: number;
+  entityAtMs: number | undefined;
+  /** Taken from a lease (dropped once more than {@link LEASE_GRACE_MS} late) rather than granted to this want. */
+  leased: boolean;
+}
+
+/** An answer to one want, with its slot when granted. */
 interface Answered {
   answer: SlotAnswer;
-  entityNowMs: number | undefined;
+  slot?: Slot | undefined;
 }
 
 /** The in-process view of one credential's entity, on this process's clock. */
@@ -94,6 +120,8 @@ interface View {
    * the others. Never below the true difference, so a send never comes before its slot.
    */
   minOffsetMs: number;
+  /** Dispatch slots leased and not yet handed out (some may have expired since). */
+  leased: number;
 }
 
 class CredentialChannel {
@@ -105,8 +133,15 @@ class CredentialChannel {
     closedLocallyAt: { dispatch: Number.NEGATIVE_INFINITY, inspect: Number.NEGATIVE_INFINITY },
     offsetMs: undefined,
     minOffsetMs: Number.POSITIVE_INFINITY,
+    leased: 0,
   };
   readonly #wants: Want[] = [];
+  /** Leased dispatch slots, in order of time (local clock). */
+  #lease: Slot[] = [];
+  /** When this process's recent dispatches asked for a slot (local clock), for sizing the next lease. */
+  readonly #demand: number[] = [];
+  /** This process has seen the entity's run answer: plain updates reach it (a start is needed only at first). */
+  #running = false;
   readonly #reports: Array<() => Promise<void>> = [];
   #busy = false;
   #querying: Promise<void> | undefined;
@@ -123,10 +158,37 @@ class CredentialChannel {
 
   request(kind: SlotKind): Promise<Answered> {
     if (this.gates.closed) return Promise.resolve(shutDown());
+    if (kind === 'dispatch') {
+      const now = this.gates.clock();
+      this.#demand.push(now);
+      while (this.#demand.length > 0 && this.#demand[0]! <= now - DEMAND_SPAN_MS) this.#demand.shift();
+      if (this.#wants.length === 0) {
+        const slot = this.#takeLeased(now);
+        if (slot) return Promise.resolve(leasedAnswer(slot, now));
+      }
+    }
     return new Promise((resolve) => {
       this.#wants.push({ kind, resolve });
       this.#pump();
     });
+  }
+
+  /** The next leased slot still usable at `now`: expired ones are dropped; none while the gate is closed or blocked. */
+  #takeLeased(now: number): Slot | undefined {
+    if (this.view.closedUntil.dispatch > now || this.view.blocked) {
+      this.voidLease();
+      return undefined;
+    }
+    while (this.#lease.length > 0 && now - this.#lease[0]!.atMs > LEASE_GRACE_MS) this.#lease.shift();
+    const slot = this.#lease.shift();
+    this.view.leased = this.#lease.length;
+    return slot;
+  }
+
+  /** Drops every leased slot (a gate closed or a block): the entity keeps them counted; nobody sends in them. */
+  voidLease(): void {
+    this.#lease = [];
+    this.view.leased = 0;
   }
 
   report(job: () => Promise<void>): Promise<void> {
@@ -155,6 +217,7 @@ class CredentialChannel {
       });
       return;
     }
+    this.#serveFromLease();
     if (this.#wants.length === 0) return;
     const batch = this.#wants.splice(0, BATCH);
     this.#busy = true;
@@ -164,26 +227,88 @@ class CredentialChannel {
     });
   }
 
+  /** Dispatch wants that queued while an update was out take leased slots, in order, while there are some. */
+  #serveFromLease(): void {
+    if (this.#lease.length === 0) return;
+    const now = this.gates.clock();
+    for (let i = 0; i < this.#wants.length;) {
+      const want = this.#wants[i]!;
+      if (want.kind !== 'dispatch') {
+        i++;
+        continue;
+      }
+      const slot = this.#takeLeased(now);
+      if (!slot) return;
+      this.#wants.splice(i, 1);
+      want.resolve(leasedAnswer(slot, now));
+    }
+  }
+
+  /**
+   * How many dispatch slots to lease with this batch: as many as this process's dispatches asked for in the last
+   * {@link DEMAND_SPAN_MS} (a busy process leases more, an idle one none), within the batch's room.
+   */
+  #leaseSize(batch: Want[]): number {
+    if (!batch.some((w) => w.kind === 'dispatch')) return 0;
+    return Math.max(0, Math.min(BATCH - batch.length, this.#demand.length));
+  }
+
+  /**
+   * One update to the entity: a plain update once this process knows the entity's run answers (after
+   * continue-as-new the workflow id still reaches the new run), update-with-start at first and whenever the server
+   * says no run is there (not started yet, or ended).
+   */
+  async update<Ret, Arg>(def: UpdateDefinition<Ret, [Arg]>, arg: Arg): Promise<Ret> {
+    const { client } = this.gates;
+    if (this.#running) {
+      try {
+        return await this.gates.bounded(() =>
+          client.workflow.getHandle(this.workflowId).executeUpdate(def, { args: [arg] }),
+        );
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+        this.#running = false;
+      }
+    }
+    const answer = await this.gates.bounded(() =>
+      client.workflow.executeUpdateWithStart(def, { args: [arg], startWorkflowOperation: this.startOperation() }),
+    );
+    this.#running = true;
+    return answer;
+  }
+
   /** One update for a batch of wants; on repeated failure the wants are held briefly (never sent blind). */
   async #acquire(batch: Want[]): Promise<void> {
-    const request = { wants: batch.map((w) => w.kind), horizonMs: this.gates.horizonMs, budget: this.budget };
+    const lease = this.#leaseSize(batch);
+    const request = {
+      wants: batch.map((w) => w.kind),
+      horizonMs: this.gates.horizonMs,
+      budget: this.budget,
+      ...(lease > 0 ? { lease, leaseWindowMs: LEASE_WINDOW_MS } : {}),
+    };
     let lastError: unknown;
     for (let attempt = 0; attempt < 4 && !this.gates.closed; attempt++) {
       try {
         const askedAt = this.gates.clock();
-        const answer = await this.gates.bounded(() =>
-          this.gates.client.workflow.executeUpdateWithStart(acquireSlotsUpdate, {
-            args: [request],
-            startWorkflowOperation: this.startOperation(),
-          }),
-        );
+        const answer = await this.update(acquireSlotsUpdate, request);
         this.#absorb(answer, askedAt);
-        batch.forEach((w, i) =>
-          w.resolve({
-            answer: answer.answers[i] ?? unavailable('no answer for this request'),
-            entityNowMs: answer.nowMs,
-          }),
-        );
+        const now = this.gates.clock();
+        const slotOf = (waitMs: number, leased: boolean): Slot => {
+          // Send at the slot on the entity's timeline (aligned by the best offset seen), never before it.
+          const aligned = Number.isFinite(this.view.minOffsetMs)
+            ? answer.nowMs + waitMs + this.view.minOffsetMs
+            : now + waitMs;
+          return { atMs: Math.min(now + waitMs, aligned), entityAtMs: answer.nowMs + waitMs, leased };
+        };
+        if (answer.leased && answer.leased.length > 0 && !this.#voidedSince(askedAt)) {
+          this.#lease.push(...answer.leased.map((w) => slotOf(w, true)));
+          this.#lease.sort((a, b) => a.atMs - b.atMs);
+          this.view.leased = this.#lease.length;
+        }
+        batch.forEach((w, i) => {
+          const a = answer.answers[i] ?? unavailable('no answer for this request');
+          w.resolve({ answer: a, ...(a.kind === 'granted' ? { slot: slotOf(a.waitMs, false) } : {}) });
+        });
         return;
       } catch (err) {
         lastError = err;
@@ -193,7 +318,17 @@ class CredentialChannel {
       }
     }
     const why = this.gates.closed ? SHUTTING_DOWN : lastError instanceof Error ? lastError.message : String(lastError);
-    for (const w of batch) w.resolve({ answer: unavailable(why), entityNowMs: undefined });
+    for (const w of batch) w.resolve({ answer: unavailable(why) });
+  }
+
+  /** Whether this process's view closed the dispatch gate or saw a block after `askedAt` (a lease then is void). */
+  #voidedSince(askedAt: number): boolean {
+    return (
+      this.view.closedLocallyAt.dispatch >= askedAt ||
+      this.view.closedLocallyAt.inspect >= askedAt ||
+      this.view.closedUntil.dispatch > this.gates.clock() ||
+      this.view.blocked !== undefined
+    );
   }
 
   startOperation() {
@@ -220,6 +355,7 @@ class CredentialChannel {
     }
     this.view.blocked = answer.blocked;
     this.view.refreshedAt = now;
+    if (this.view.closedUntil.dispatch > now || this.view.blocked) this.voidLease();
     this.gates.metrics?.view(this.credential, this.view.closedUntil, this.view.blocked, now);
   }
 
@@ -256,6 +392,8 @@ class CredentialChannel {
     }
     this.view.blocked = state.blocked;
     this.view.refreshedAt = now;
+    // Another process closed the gate (or blocked the credential): this process's lease is void too.
+    if (this.view.closedUntil.dispatch > now || this.view.blocked) this.voidLease();
     this.gates.metrics?.view(this.credential, this.view.closedUntil, this.view.blocked, now);
   }
 }
@@ -263,7 +401,13 @@ class CredentialChannel {
 const SHUTTING_DOWN = 'this worker is shutting down';
 
 /** The answer to every slot request once the gates are closed: held, nothing sent. */
-const shutDown = (): Answered => ({ answer: unavailable(SHUTTING_DOWN), entityNowMs: undefined });
+const shutDown = (): Answered => ({ answer: unavailable(SHUTTING_DOWN) });
+
+/** A want served from the lease: granted, at the leased slot's time. */
+const leasedAnswer = (slot: Slot, now: number): Answered => ({
+  answer: { kind: 'granted', waitMs: Math.max(0, Math.ceil(slot.atMs - now)) },
+  slot,
+});
 
 function unavailable(why: string): SlotAnswer {
   return {
@@ -352,7 +496,7 @@ export class CredentialGates {
     m?.waiting(credential, kind, +1);
     try {
       for (;;) {
-        const { answer, entityNowMs } = await channel.request(kind);
+        const { answer, slot } = await channel.request(kind);
         if (answer.kind === 'blocked') {
           m?.held(credential, kind, 'blocked');
           return { kind: 'held', hold: { kind: 'blocked', credential, reason: answer.reason, since: answer.since } };
@@ -371,12 +515,7 @@ export class CredentialGates {
             },
           };
         }
-        // Send at the slot on the entity's timeline (aligned by the best offset seen), never before it.
-        const target =
-          entityNowMs !== undefined && Number.isFinite(channel.view.minOffsetMs)
-            ? entityNowMs + answer.waitMs + channel.view.minOffsetMs
-            : this.clock() + answer.waitMs;
-        const waitMs = Math.min(answer.waitMs, target - this.clock());
+        const waitMs = slot ? slot.atMs - this.clock() : answer.waitMs;
         if (waitMs > 0) {
           const stop = signal ? AbortSignal.any([signal, this.#closing.signal]) : this.#closing.signal;
           await sleep(waitMs, undefined, { signal: stop }).catch((err: unknown) => {
@@ -388,8 +527,10 @@ export class CredentialGates {
         await channel.refresh();
         const now = this.clock();
         if (channel.view.closedUntil[kind] > now || (kind === 'dispatch' && channel.view.blocked)) continue; // ask again: the entity hands out the held place
+        // A leased slot that has passed by more than the grace is not used late: take the next one, or ask again.
+        if (slot?.leased && now - slot.atMs > LEASE_GRACE_MS) continue;
         m?.granted(credential, kind);
-        return { kind: 'go' };
+        return { kind: 'go', slotAtMs: slot?.entityAtMs, leased: slot?.leased ?? false };
       }
     } finally {
       m?.waiting(credential, kind, -1);
@@ -407,17 +548,14 @@ export class CredentialGates {
     channel.view.closedUntil[kind] = Math.max(channel.view.closedUntil[kind], now + delayMs);
     channel.view.closedLocallyAt[kind] = now;
     channel.view.reason[kind] = reason;
+    // Any rate-limit answer for the key voids this process's lease at once (other processes: at their next check).
+    channel.voidLease();
     this.metrics?.rateLimited(credential, kind);
     this.metrics?.view(credential, channel.view.closedUntil, channel.view.blocked, now);
     await channel.report(async () => {
       // Only the time still left: the report may have queued behind other calls.
       const left = Math.max(0, now + delayMs - this.clock());
-      await this.#retrying(() =>
-        this.client.workflow.executeUpdateWithStart(rateLimitedUpdate, {
-          args: [{ kind, delayMs: left, reason }],
-          startWorkflowOperation: channel.startOperation(),
-        }),
-      );
+      await this.#retrying(() => channel.update(rateLimitedUpdate, { kind, delayMs: left, reason }));
     });
   }
 
@@ -426,14 +564,10 @@ export class CredentialGates {
     const channel = this.#channel(credential);
     if (!channel) return;
     channel.view.blocked ??= { reason, since: new Date(this.clock()).toISOString(), ...(code ? { code } : {}) };
+    channel.voidLease();
     this.metrics?.view(credential, channel.view.closedUntil, channel.view.blocked, this.clock());
     await channel.report(() =>
-      this.#retrying(() =>
-        this.client.workflow.executeUpdateWithStart(blockUpdate, {
-          args: [{ reason, ...(code ? { code } : {}) }],
-          startWorkflowOperation: channel.startOperation(),
-        }),
-      ),
+      this.#retrying(() => channel.update(blockUpdate, { reason, ...(code ? { code } : {}) })),
     );
   }
 
@@ -441,7 +575,7 @@ export class CredentialGates {
   async #retrying(call: () => Promise<unknown>): Promise<void> {
     for (let attempt = 0; attempt < 4 && !this.closed; attempt++) {
       try {
-        await this.bounded(call);
+        await call();
         return;
       } catch {
         await this.pause(100 * 2 ** attempt);

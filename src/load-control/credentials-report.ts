@@ -124,7 +124,7 @@ export function formatCredentials(rows: readonly CredentialReport[]): string {
       `  blocked    ${blocked}${r.blocked ? ` — run \`retryq credentials resume ${r.credential}\` once the limit is lifted` : ''}`,
       `  intents    ${r.inFlight} in flight, ${r.waiting} waiting`,
       r.counters
-        ? `  calls      ${r.counters.granted.dispatch} dispatches and ${r.counters.granted.inspect} inspections let through, ${r.counters.held.dispatch + r.counters.held.inspect} held, ${r.counters.gateClosures} gate closures`
+        ? `  calls      ${r.counters.granted.dispatch} dispatches and ${r.counters.granted.inspect} inspections let through${r.counters.leased ? ` (and ${r.counters.leased} dispatch slots leased ahead to worker processes)` : ''}, ${r.counters.held.dispatch + r.counters.held.inspect} held, ${r.counters.gateClosures} gate closures`
         : '  calls      none yet',
     ].join('\n');
   });

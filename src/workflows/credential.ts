@@ -58,6 +58,8 @@ export interface BlockState {
 
 export interface CredentialCounters {
   granted: { dispatch: number; inspect: number };
+  /** Dispatch slots handed out ahead, as leases (counted apart from `granted`; absent in runs before leases). */
+  leased?: number;
   held: { dispatch: number; inspect: number };
   blockedAnswers: number;
   gateClosures: number;
@@ -84,6 +86,14 @@ export interface AcquireRequest {
   horizonMs: number;
   /** The requester's view of the budget (config); the entity adopts the latest. */
   budget: BudgetSplit;
+  /**
+   * A lease: up to this many more dispatch slots, after the wants, for the process to hand out itself as its next
+   * dispatches ask. Only slots at most {@link AcquireRequest.leaseWindowMs} ahead, and none while the dispatch gate
+   * is closed or the credential blocked. Each is accounted like a granted slot.
+   */
+  lease?: number;
+  /** How far ahead a leased slot may lie. */
+  leaseWindowMs?: number;
 }
 
 /** The answer to one want. Durations are relative to the moment the entity answered. */
@@ -101,6 +111,8 @@ export interface AcquireAnswer {
   /** How long each gate stays closed from now (0 when open), and the block, for the worker's cache. */
   gates: Record<SlotKind, number>;
   blocked: BlockState | undefined;
+  /** The leased slots, in order: each a wait from now, like a granted want's (absent when none was asked for). */
+  leased?: number[];
 }
 
 /** A rate-limit answer seen by an activity: close the gate of `kind` for `delayMs` from now (entity clock). */
@@ -133,6 +145,9 @@ export const rateLimitedUpdate = defineUpdate<void, [RateLimitedReport]>('rateLi
 export const blockUpdate = defineUpdate<void, [BlockReport]>('block');
 export const resumeUpdate = defineUpdate<{ wasBlocked: BlockState | undefined }, [{ by?: string }]>('resume');
 export const credentialStateQuery = defineQuery<CredentialState>('credentialState');
+
+/** Most slots one lease may hold. */
+const MAX_LEASE = 64;
 
 /** Updates per run before continuing as new (each adds a few events). */
 const UPDATES_PER_RUN = 500;
@@ -192,12 +207,27 @@ export async function credentialWorkflow(input: CredentialWorkflowInput): Promis
         counters.granted[kind]++;
         return { kind: 'granted', waitMs: Math.max(0, Math.ceil(grant.atMs - now)) };
       });
+      // The lease: the next dispatch slots of the same pacer (so every slot, used or not, counts against the
+      // budget), only while dispatches may go and only within the lease window.
+      const leased: number[] = [];
+      const window = Math.min(req.leaseWindowMs ?? 0, req.horizonMs);
+      const wanted = Math.min(req.lease ?? 0, MAX_LEASE);
+      if (wanted > 0 && !blocked && gates.dispatch.closedUntilMs <= now) {
+        while (leased.length < wanted) {
+          const { grant, state } = grantSlot(pacer, 'dispatch', now, budget, window);
+          if (grant.kind === 'later') break;
+          pacer = state;
+          leased.push(Math.max(0, Math.ceil(grant.atMs - now)));
+        }
+        counters.leased = (counters.leased ?? 0) + leased.length;
+      }
       return {
         answers,
         nowMs: now,
         reasons: { dispatch: gates.dispatch.reason, inspect: gates.inspect.reason },
         gates: { dispatch: openFor('dispatch', now), inspect: openFor('inspect', now) },
         blocked,
+        ...(req.lease !== undefined ? { leased } : {}),
       };
     },
     {
@@ -206,6 +236,10 @@ export async function credentialWorkflow(input: CredentialWorkflowInput): Promis
           throw new Error('wants must list "dispatch" or "inspect"');
         if (!(req.budget.dispatchPerMinute > 0 && req.budget.inspectPerMinute > 0 && req.budget.totalPerMinute > 0))
           throw new Error('the budget must have positive rates');
+        if (req.lease !== undefined && !(Number.isInteger(req.lease) && req.lease >= 0))
+          throw new Error('lease must be a whole number of slots, 0 or more');
+        if (req.leaseWindowMs !== undefined && !(req.leaseWindowMs >= 0))
+          throw new Error('leaseWindowMs must be 0 or more');
       },
     },
   );
