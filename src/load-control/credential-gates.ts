@@ -24,6 +24,7 @@ import type { Client } from '@temporalio/client';
 import { WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/common';
 import type { UpdateDefinition } from '@temporalio/common';
 import type { CredentialHold } from '../failures.js';
+import { slotIntervalMs } from '../policy/index.js';
 import type { BudgetSplit } from '../policy/index.js';
 import { taskQueues } from '../task-queues.js';
 import {
@@ -245,12 +246,18 @@ class CredentialChannel {
   }
 
   /**
-   * How many dispatch slots to lease with this batch: as many as this process's dispatches asked for in the last
-   * {@link DEMAND_SPAN_MS} (a busy process leases more, an idle one none), within the batch's room.
+   * How many dispatch slots to lease with this batch: as many as this process's dispatches are expected to use before
+   * the slots expire, at the rate they asked in the last {@link DEMAND_SPAN_MS}. Leased slots lie one budget interval
+   * apart and each stays usable for {@link LEASE_GRACE_MS}, so `n` of them last `n · interval + grace`: at `rate`
+   * wants per ms that is `n = rate · grace / (1 − rate · interval)` (the whole batch's room when the demand meets
+   * or exceeds the budget). An idle or slow process leases none.
    */
   #leaseSize(batch: Want[]): number {
     if (!batch.some((w) => w.kind === 'dispatch')) return 0;
-    return Math.max(0, Math.min(BATCH - batch.length, this.#demand.length));
+    const rate = this.#demand.length / DEMAND_SPAN_MS;
+    const busy = rate * slotIntervalMs(this.budget.totalPerMinute);
+    const expected = busy >= 1 ? BATCH : Math.floor((rate * LEASE_GRACE_MS) / (1 - busy));
+    return Math.max(0, Math.min(BATCH - batch.length, expected));
   }
 
   /**

@@ -75,7 +75,7 @@ describe('a busy worker process leases dispatch slots ahead', () => {
     const t = await h.setup();
     const p = processGates(t, splitBudget(6_000, 0.2));
     await t.run(async () => {
-      for (let i = 0; i < 4; i++) expect((await p.admit()).kind).toBe('go');
+      for (let i = 0; i < 8; i++) expect((await p.admit()).kind).toBe('go');
       const held = p.leased();
       expect(held).toBeGreaterThan(0);
       const before = await entityState(t);
@@ -130,7 +130,7 @@ describe('a rate-limit answer voids leases', () => {
     const a = processGates(t, budget);
     const b = processGates(t, budget);
     await t.run(async () => {
-      for (const p of [a, b]) for (let i = 0; i < 4; i++) expect((await p.admit()).kind).toBe('go');
+      for (const p of [a, b]) for (let i = 0; i < 8; i++) expect((await p.admit()).kind).toBe('go');
       expect(a.leased()).toBeGreaterThan(0);
       expect(b.leased()).toBeGreaterThan(0);
 
@@ -152,7 +152,7 @@ describe('a rate-limit answer voids leases', () => {
     const t = await h.setup();
     const p = processGates(t, splitBudget(6_000, 0.2));
     await t.run(async () => {
-      for (let i = 0; i < 4; i++) expect((await p.admit()).kind).toBe('go');
+      for (let i = 0; i < 8; i++) expect((await p.admit()).kind).toBe('go');
       expect(p.leased()).toBeGreaterThan(0);
       await p.gates.blocked(CREDENTIAL, 'HTTP 402 spending_limit_exceeded', 'spending_limit_exceeded');
       expect(p.leased()).toBe(0);
