@@ -98,9 +98,10 @@ interface Slot {
   leased: boolean;
 }
 
-/** An answer to one want, with its slot when granted. */
+/** An answer to one want, the entity's clock when it gave it, and the want's slot when granted. */
 interface Answered {
   answer: SlotAnswer;
+  entityNowMs: number | undefined;
   slot?: Slot | undefined;
 }
 
@@ -314,7 +315,11 @@ class CredentialChannel {
         }
         batch.forEach((w, i) => {
           const a = answer.answers[i] ?? unavailable('no answer for this request');
-          w.resolve({ answer: a, ...(a.kind === 'granted' ? { slot: slotOf(a.waitMs, false) } : {}) });
+          w.resolve({
+            answer: a,
+            entityNowMs: answer.nowMs,
+            ...(a.kind === 'granted' ? { slot: slotOf(a.waitMs, false) } : {}),
+          });
         });
         return;
       } catch (err) {
@@ -325,7 +330,7 @@ class CredentialChannel {
       }
     }
     const why = this.gates.closed ? SHUTTING_DOWN : lastError instanceof Error ? lastError.message : String(lastError);
-    for (const w of batch) w.resolve({ answer: unavailable(why) });
+    for (const w of batch) w.resolve({ answer: unavailable(why), entityNowMs: undefined });
   }
 
   /** Whether this process's view closed the dispatch gate or saw a block after `askedAt` (a lease then is void). */
@@ -408,11 +413,12 @@ class CredentialChannel {
 const SHUTTING_DOWN = 'this worker is shutting down';
 
 /** The answer to every slot request once the gates are closed: held, nothing sent. */
-const shutDown = (): Answered => ({ answer: unavailable(SHUTTING_DOWN) });
+const shutDown = (): Answered => ({ answer: unavailable(SHUTTING_DOWN), entityNowMs: undefined });
 
 /** A want served from the lease: granted, at the leased slot's time. */
 const leasedAnswer = (slot: Slot, now: number): Answered => ({
   answer: { kind: 'granted', waitMs: Math.max(0, Math.ceil(slot.atMs - now)) },
+  entityNowMs: undefined,
   slot,
 });
 
