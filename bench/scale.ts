@@ -288,7 +288,8 @@ const wftDone = (m: Metrics) => metric(m, 'workflow_task_execution_latency_count
 const completed = (m: Metrics) => metric(m, 'workflow_completed');
 /** retryq intents that went to sleep held by load control or answered 429 (the intent workflow's own counters). */
 const asleepCounted = (m: Metrics) =>
-  metric(m, 'retryq_dispatches_held_total') + metric(m, 'retryq_rate_limited_answers_total');
+  // The bench worker's exporter names counters without Prometheus's `_total` suffix (bench/scale-worker.mjs).
+  metric(m, 'retryq_dispatches_held') + metric(m, 'retryq_rate_limited_answers');
 
 async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<number> {
   const t0 = performance.now();
