@@ -12,6 +12,7 @@
  *   their one activity (the same HTTP request retryq sends), SDK defaults except the activity slots, which match the
  *   credential's concurrency.
  */
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString } from '@temporalio/worker';
@@ -20,6 +21,9 @@ import { cachedWorkflowBundle } from '../dist/temporal/workflow-bundle.js';
 import { createWorkers } from '../dist/worker.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+/** `BENCH_WORKER_MEMORY=1`: each thread's V8 heap on request (bench/scale-memory-probe.cjs); off, nothing is loaded. */
+const memoryProbe =
+  process.env['BENCH_WORKER_MEMORY'] === '1' ? createRequire(import.meta.url)('./scale-memory-probe.cjs') : undefined;
 
 /** The bare baseline's one activity: POST, JSON body, Idempotency-Key, through a keep-alive pool. */
 function createBareActivities() {
@@ -86,6 +90,17 @@ async function start(spec) {
 /** @type {{ run: Promise<void>; stop: () => void } | undefined} */
 let running;
 process.on('message', (/** @type {any} */ msg) => {
+  if (msg === 'memory' || msg === 'memory-after-gc') {
+    // 'memory-after-gc' with `--expose-gc` in BENCH_WORKER_NODE_ARGS: after a full GC in every thread (what is live).
+    void (async () => {
+      const memory = await memoryProbe?.probe(msg === 'memory-after-gc');
+      // BENCH_WORKER_SNAPSHOT=<dir>: the main thread's heap snapshot at each probe, for a closer look.
+      const dir = process.env['BENCH_WORKER_SNAPSHOT'];
+      if (memory && dir) (await import('node:v8')).writeHeapSnapshot(path.join(dir, `main-${Date.now()}.heapsnapshot`));
+      process.send?.({ memory });
+    })();
+    return;
+  }
   if (msg === 'stop') {
     running?.stop();
     void (running?.run ?? Promise.resolve()).finally(() => process.exit(0));
