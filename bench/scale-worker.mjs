@@ -12,7 +12,6 @@
  *   their one activity (the same HTTP request retryq sends), SDK defaults except the activity slots, which match the
  *   credential's concurrency.
  */
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString } from '@temporalio/worker';
@@ -21,9 +20,9 @@ import { cachedWorkflowBundle } from '../dist/temporal/workflow-bundle.js';
 import { createWorkers } from '../dist/worker.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-/** `BENCH_WORKER_MEMORY=1`: each thread's V8 heap on request (bench/scale-memory-probe.cjs); off, nothing is loaded. */
-const memoryProbe =
-  process.env['BENCH_WORKER_MEMORY'] === '1' ? createRequire(import.meta.url)('./scale-memory-probe.cjs') : undefined;
+/** `BENCH_WORKER_MEMORY=1`: each thread's V8 heap on request (bench/scale-memory-probe.mjs); off, nothing is loaded. */
+const memoryProbe = process.env['BENCH_WORKER_MEMORY'] === '1' ? await import('./scale-memory-probe.mjs') : undefined;
+memoryProbe?.install();
 
 /** The bare baseline's one activity: POST, JSON body, Idempotency-Key, through a keep-alive pool. */
 function createBareActivities() {

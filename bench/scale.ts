@@ -235,7 +235,7 @@ export interface WorkerSpec {
 
 interface WorkerChild {
   pid: number;
-  /** Each thread's V8 heap next to the RSS, with `BENCH_WORKER_MEMORY=1` (bench/scale-memory-probe.cjs); else undefined. */
+  /** Each thread's V8 heap next to the RSS, with `BENCH_WORKER_MEMORY=1` (bench/scale-memory-probe.mjs); else undefined. */
   memory: (afterGc?: boolean) => Promise<unknown>;
   metrics: () => Promise<Metrics>;
   stop: () => Promise<void>;

@@ -34,4 +34,3 @@ export async function withWorkflowThreadSemiSpace<T>(semiSpaceMb: number, create
     v8.setFlagsFromString(`--max-semi-space-size=${startupSemiSpaceMb()}`);
   }
 }
-
