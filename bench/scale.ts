@@ -309,6 +309,9 @@ function rpcsPer(before: Metrics, after: Metrics, n: number): Record<string, num
 const metric = (m: Metrics, name: string) => m.get(`temporal_${name}`) ?? m.get(name) ?? 0;
 const wftDone = (m: Metrics) => metric(m, 'workflow_task_execution_latency_count');
 const completed = (m: Metrics) => metric(m, 'workflow_completed');
+/** retryq intents that went to sleep held by load control or answered 429 (the intent workflow's own counters). */
+const asleepCounted = (m: Metrics) =>
+  metric(m, 'retryq_dispatches_held_total') + metric(m, 'retryq_rate_limited_answers_total');
 
 async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<number> {
   const t0 = performance.now();
@@ -399,9 +402,14 @@ async function sleepingSide(side: Side, provider: Provider, n: number) {
     // retryq: every intent is `waiting` (upserted in the workflow task that starts its timer). With load control,
     // only the first calls reach the provider; the 429 closes the credential's gate and the rest are held, asleep
     // without a call of their own.
+    // retryq: first the worker's own counters (each intent is held by load control or answered 429 once on its way to
+    // sleep), then visibility; a count query every 100 ms over thousands of rows would load the dev server's SQLite
+    // on this side only (the bare sides read the worker's metrics alone).
+    const seen0 = side === 'retryq' ? asleepCounted(await worker.metrics()) : 0;
     const settledAt = await waitFor(`${side}: ${n} asleep`, 600_000 + n * 200, async () => {
       if (side === 'retryq')
         return (
+          asleepCounted(await worker.metrics()) - seen0 >= n &&
           (await env.client.workflow.count(`TaskQueue = "${queue}.workflows" AND RetryPhase = "waiting"`)).count >= n
         );
       const calls = side === 'bareTimer' || provider.count('sleep') - before >= n;

@@ -101,6 +101,14 @@ export interface RetryqClientOptions {
    * UI's details and `LastErrorCode="no_worker"`. @default 60_000 (1 min)
    */
   stalledDispatchAfterMs?: number;
+  /**
+   * Before each dispatch an intent asks its worker process, in the same workflow task (a local activity), whether
+   * that process knows the credential's gate closed after a rate-limit answer, and if so waits for it right away:
+   * one workflow task instead of a dispatch activity, a slot request and a second task. Turn it off only in
+   * time-skipping tests: the time-skipping test server cannot see a local activity running and may skip time past
+   * the workflow task's timeout meanwhile (the task is then retried, 10 s of test time later). @default true
+   */
+  localGateCheck?: boolean;
 }
 
 /** Options of one {@link RetryqClient.submit}. */
@@ -201,6 +209,7 @@ export class RetryqClient {
   private readonly requireServed: boolean;
   private readonly knownCredentials: readonly string[];
   private readonly stallAfterMs: number;
+  private readonly localGateCheck: boolean;
 
   constructor(options: RetryqClientOptions) {
     const bad = limitProblems(options.limits ?? {});
@@ -212,6 +221,7 @@ export class RetryqClient {
     this.requireServed = options.requireServedCredential ?? true;
     this.knownCredentials = options.knownCredentials ?? [];
     this.stallAfterMs = options.stalledDispatchAfterMs ?? DEFAULT_STALL_AFTER_MS;
+    this.localGateCheck = options.localGateCheck ?? true;
     this.client = options.client;
     this.prefix = options.taskQueuePrefix ?? 'retryq';
     this.queues = taskQueues(this.prefix);
@@ -304,7 +314,15 @@ export class RetryqClient {
       await this.client.workflow.start(intentWorkflow, {
         workflowId,
         taskQueue: this.queues.workflows,
-        args: [spec, { taskQueuePrefix: this.prefix, publishChangesOnly: true, stallAfterMs: this.stallAfterMs }],
+        args: [
+          spec,
+          {
+            taskQueuePrefix: this.prefix,
+            publishChangesOnly: true,
+            stallAfterMs: this.stallAfterMs,
+            ...(this.localGateCheck ? { localGateCheck: true } : {}),
+          },
+        ],
         workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
         memo: { fingerprint: spec.fingerprint, target, credential: spec.credential },

@@ -187,6 +187,10 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
           // A dead worker's intents move to another worker this long after their next task landed on its sticky
           // queue (docs/operations.md, "Behaviour under faults"; Temporal's default is 10 s).
           stickyQueueScheduleToStartTimeout: tuning.stickyQueueTimeoutMs,
+          // The intents' local gate check (src/activities/gate-hint.ts) reads this process's load control; this
+          // queue carries no other activities, so the worker does not poll it for any.
+          activities: { gateHint: activities.gateHint },
+          enableNonLocalActivities: false,
         }),
       ),
     );

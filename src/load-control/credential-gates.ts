@@ -94,6 +94,17 @@ interface View {
    * the others. Never below the true difference, so a send never comes before its slot.
    */
   minOffsetMs: number;
+  /**
+   * Until when each gate is closed on the entity's clock, as the entity last said (0: open or not known). Workflows
+   * count on the same clock (Temporal's workflow time, even in a time-skipping test), so an intent can compare its own
+   * time with it ({@link CredentialGates.heldHint}); this process's clock may differ from both.
+   */
+  entityClosedUntil: Record<SlotKind, number>;
+  /**
+   * Places this process hands out itself ({@link CredentialGates.heldHint}) for the gate's current closure (entity
+   * clock): counted on from the highest place the entity gave this process, afresh once that closure has passed.
+   */
+  places: Record<SlotKind, { closedUntil: number; next: number }>;
 }
 
 class CredentialChannel {
@@ -105,6 +116,8 @@ class CredentialChannel {
     closedLocallyAt: { dispatch: Number.NEGATIVE_INFINITY, inspect: Number.NEGATIVE_INFINITY },
     offsetMs: undefined,
     minOffsetMs: Number.POSITIVE_INFINITY,
+    entityClosedUntil: { dispatch: 0, inspect: 0 },
+    places: { dispatch: { closedUntil: 0, next: 0 }, inspect: { closedUntil: 0, next: 0 } },
   };
   readonly #wants: Want[] = [];
   readonly #reports: Array<() => Promise<void>> = [];
@@ -217,15 +230,37 @@ class CredentialChannel {
       this.view.closedUntil[kind] =
         this.view.closedLocallyAt[kind] >= askedAt ? Math.max(this.view.closedUntil[kind], until) : until;
       this.view.reason[kind] = answer.reasons[kind] ?? this.view.reason[kind];
+      this.view.entityClosedUntil[kind] = answer.gates[kind] > 0 ? answer.nowMs + answer.gates[kind] : 0;
     }
     this.view.blocked = answer.blocked;
     this.view.refreshedAt = now;
     this.gates.metrics?.view(this.credential, this.view.closedUntil, this.view.blocked, now);
   }
 
+  /**
+   * The entity handed this process place `rank` behind the closed gate of `kind` at `entityNowMs` (its clock): places
+   * this process hands out itself count on after it.
+   */
+  notePlace(kind: SlotKind, rank: number, entityNowMs: number): void {
+    const places = this.#places(kind, entityNowMs);
+    places.next = Math.max(places.next, rank + 1);
+  }
+
+  /** The next place this process hands out itself behind the closed gate of `kind`, at `nowMs` (entity clock). */
+  takePlace(kind: SlotKind, nowMs: number): number {
+    return this.#places(kind, nowMs).next++;
+  }
+
+  #places(kind: SlotKind, nowMs: number): { closedUntil: number; next: number } {
+    const places = this.view.places[kind];
+    if (places.closedUntil <= nowMs) places.next = 0; // the closure it counted for has passed
+    places.closedUntil = Math.max(places.closedUntil, this.view.entityClosedUntil[kind]);
+    return places;
+  }
+
   /** Refreshes the view from the entity's state (a query), unless it is fresh. One query at a time. */
-  async refresh(): Promise<void> {
-    if (this.gates.clock() - this.view.refreshedAt <= CACHE_FRESH_MS) return;
+  async refresh(force = false): Promise<void> {
+    if (!force && this.gates.clock() - this.view.refreshedAt <= CACHE_FRESH_MS) return;
     this.#querying ??= (async () => {
       try {
         const state = await this.gates.bounded(() =>
@@ -243,11 +278,17 @@ class CredentialChannel {
 
   #absorbState(state: CredentialState): void {
     const now = this.gates.clock();
+    for (const kind of ['dispatch', 'inspect'] as const) {
+      const until = state.gates[kind].closedUntil;
+      const entityUntil = until ? Date.parse(until) : 0;
+      if (entityUntil > this.view.entityClosedUntil[kind]) this.view.entityClosedUntil[kind] = entityUntil;
+    }
     const offset = this.view.offsetMs;
     if (offset === undefined) return;
     for (const kind of ['dispatch', 'inspect'] as const) {
       const until = state.gates[kind].closedUntil;
-      const local = until ? Date.parse(until) + offset : 0;
+      const entityUntil = until ? Date.parse(until) : 0;
+      const local = until ? entityUntil + offset : 0;
       // Only ever later: a query may lag behind what this process already knows.
       if (local > this.view.closedUntil[kind]) {
         this.view.closedUntil[kind] = local;
@@ -359,6 +400,8 @@ export class CredentialGates {
         }
         if (answer.kind === 'held') {
           m?.held(credential, kind, answer.reason);
+          if (answer.reason === 'rate_limited' && entityNowMs !== undefined)
+            channel.notePlace(kind, answer.rank, entityNowMs);
           return {
             kind: 'held',
             hold: {
@@ -397,6 +440,33 @@ export class CredentialGates {
   }
 
   /**
+   * The hold a call of `kind` with `credential` would get at `nowMs` (the caller's workflow time, which is the
+   * entity's clock), known without asking anyone: the credential's gate as the entity last told this process it was
+   * closed after a rate-limit answer (in a slot answer or a state query). A gate only ever closes for longer, never
+   * opens early, so a gate the entity said was closed until T is closed at least until T; when it is open by this
+   * process's knowledge, or this process has no view of the credential, the answer is `undefined` and the call asks
+   * load control as usual. A block is not answered here: another process may have resumed the credential since this
+   * one last heard. The place is counted by this process on from the last place the entity gave it, so two processes
+   * may hand out the same place (their intents' wake-ups are then spread over a multiple of the budget; the entity
+   * still paces every send).
+   */
+  heldHint(credential: string, kind: SlotKind, nowMs: number): CredentialHold | undefined {
+    const channel = this.#channel(credential);
+    if (!channel || this.closed) return undefined;
+    const holdMs = channel.view.entityClosedUntil[kind] - nowMs;
+    if (!(holdMs > 0)) return undefined;
+    this.metrics?.held(credential, kind, 'rate_limited');
+    return {
+      kind: 'rate_limited',
+      credential,
+      holdMs,
+      rank: channel.takePlace(kind, nowMs),
+      perMinute: kind === 'dispatch' ? channel.budget.dispatchPerMinute : channel.budget.inspectPerMinute,
+      why: channel.view.reason[kind],
+    };
+  }
+
+  /**
    * A rate-limit answer for `credential`: closes the gate of `kind` in this process at once and in every process
    * through the entity. `delayMs` is how long from now the provider asked to wait (a floor when it said nothing).
    */
@@ -418,6 +488,8 @@ export class CredentialGates {
           startWorkflowOperation: channel.startOperation(),
         }),
       );
+      // Learn the closure on the entity's clock (a query, no history), for the intents' local gate check.
+      await channel.refresh(true);
     });
   }
 

@@ -32,6 +32,7 @@ import {
   log,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
@@ -84,6 +85,8 @@ import {
 
 /** Room for a call to wait for its send slot inside the activity (the load-control horizon). */
 const SLOT_WAIT_MS = 10_000;
+/** The local gate check reads memory only; a worker that does not answer in this time is asked through the dispatch. */
+const GATE_HINT_TIMEOUT_MS = 2_000;
 /** While its credential is blocked, an intent looks again this often (an operator's resume also wakes it at once). */
 const BLOCKED_RECHECK_MS = 5 * 60_000;
 /**
@@ -172,6 +175,14 @@ export interface IntentWorkflowOptions {
    * @default undefined (off)
    */
   stallAfterMs?: number;
+  /**
+   * Before each dispatch, ask the worker process (a local activity, in the same workflow task) whether it knows the
+   * credential's gate closed after a rate-limit answer; if so, wait for it durably right away instead of scheduling a
+   * dispatch that load control would only hold. Every intent the client starts sets it; runs without it (histories
+   * recorded before it existed) keep the earlier command sequence and replay.
+   * @default false
+   */
+  localGateCheck?: boolean;
   /** @internal state carried across continue-as-new */
   carried?: CarriedState;
 }
@@ -228,6 +239,7 @@ class IntentRun {
   readonly target: string;
   readonly changesOnly: boolean;
   readonly stallAfterMs: number | undefined;
+  readonly localGateCheck: boolean;
   /** The last dispatch was cancelled before any worker started it: nothing was sent. */
   dispatchUnsent = false;
 
@@ -241,6 +253,7 @@ class IntentRun {
     this.target = describeTarget(spec.action.method, spec.action.url);
     this.changesOnly = options.publishChangesOnly === true;
     this.stallAfterMs = options.stallAfterMs;
+    this.localGateCheck = options.localGateCheck === true;
     const carried = options.carried ? upgradeCarried(options.carried) : undefined;
     if (carried) {
       this.neverSentInARow = carried.neverSentInARow;
@@ -509,6 +522,7 @@ class IntentRun {
       taskQueuePrefix: this.taskQueuePrefix,
       ...(this.changesOnly ? { publishChangesOnly: true } : {}),
       ...(this.stallAfterMs !== undefined ? { stallAfterMs: this.stallAfterMs } : {}),
+      ...(this.localGateCheck ? { localGateCheck: true } : {}),
     };
   }
 
@@ -555,6 +569,11 @@ class IntentRun {
         Phase.failed,
         `attempt budget of ${this.spec.policy.maxAttempts} used up; last: ${this.lastEvidenceText()}`,
       );
+    if (this.localGateCheck) {
+      // The gate is known closed: wait for it now, in this workflow task. Nothing is sent, so it is no attempt.
+      const hold = await this.knownHold();
+      if (hold) return this.held(hold, 'dispatch');
+    }
     s.attempts++;
     s.phase = Phase.dispatching;
     s.nextAttemptAt = undefined;
@@ -629,6 +648,26 @@ class IntentRun {
     s.result = { status: result.status, body: result.body, ...(result.truncated ? { truncated: true } : {}) };
     s.reservation = undefined;
     return this.finish(Phase.succeeded, `provider answered HTTP ${result.status}`);
+  }
+
+  /**
+   * The hold of the credential's gate as this intent's worker process knows it (see {@link IntentWorkflowOptions.localGateCheck}),
+   * or `undefined`: the gate is open or unknown there, or the check did not answer, and the dispatch asks load
+   * control as usual. A local activity: recorded as one marker, no task of its own, nothing sent.
+   */
+  async knownHold(): Promise<CredentialHold | undefined> {
+    const { gateHint } = proxyLocalActivities<Activities>({
+      startToCloseTimeout: GATE_HINT_TIMEOUT_MS,
+      retry: { maximumAttempts: 1 },
+      summary: `load control: is the gate of ${this.spec.credential} closed?`,
+    });
+    try {
+      const answer = await gateHint({ credential: this.spec.credential, nowMs: Date.now() });
+      return answer.kind === 'held' ? answer.hold : undefined;
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      return undefined;
+    }
   }
 
   /** A cancel signal arrived while a dispatch was in flight (see {@link IntentPatch.cancelAbortsDispatch}). */

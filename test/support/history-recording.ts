@@ -195,6 +195,16 @@ historyScenarios.push(
   },
 );
 
+/**
+ * The gate check before each dispatch (the start option `localGateCheck`, which the client sets since 0.3.0): a local
+ * activity's marker before each dispatch. Runs started without it keep the sequences above.
+ */
+historyScenarios.push({
+  name: 'rate-limited-then-succeeded-v0.3.0',
+  description: '429 with Retry-After 120 s, a durable wait, then 201 (a gate check before each dispatch, 0.3.0)',
+  scenario: firstWrite([{ status: 429, retryAfter: 120 }]),
+});
+
 async function runScenario(env: TestWorkflowEnvironment, sc: HistoryScenario, sim: ProviderSim): Promise<string> {
   const prefix = `replay-${sc.name}`;
   const key = `replay-${sc.name}`;

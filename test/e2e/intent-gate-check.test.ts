@@ -1,0 +1,150 @@
+/**
+ * The intent's local gate check on a real Temporal dev server (the time-skipping server cannot see a local activity
+ * and may skip time while one runs): an intent whose worker knows the credential's gate closed waits for it within
+ * its first workflow task, with no dispatch activity; and how short an intent's history stays, so that it cannot
+ * creep back up silently. Real time: waits of a few seconds.
+ */
+import { describe, expect, it } from 'vitest';
+import proto from '@temporalio/proto';
+import { workflowIdOf } from '../../src/client.js';
+import type { ScenarioInput } from '../../src/sim/index.js';
+import { CREDENTIAL, dispatchTimes, ms, useIntentHarness } from '../support/intent-harness.js';
+import type { IntentTest } from '../support/intent-harness.js';
+
+const h = useIntentHarness('dev-server');
+// @temporalio/proto is CommonJS: take the enum from the default export.
+const EventType = proto.temporal.api.enums.v1.EventType;
+
+/** The first write of every key with `prefix` is answered 429 with `Retry-After: seconds`; later ones succeed. */
+const rateLimitedOnce = (prefix: string, seconds: number): ScenarioInput => ({
+  rules: [{ match: { idempotencyKeyPrefix: prefix }, steps: [{ status: 429, retryAfter: seconds }], then: 'normal' }],
+});
+
+/** The event types of an intent's history, as names without the `EVENT_TYPE_` prefix. */
+async function eventTypes(t: IntentTest, key: string): Promise<string[]> {
+  const history = await t.env.client.workflow.getHandle(workflowIdOf(key)).fetchHistory();
+  return (history.events ?? []).map((e) => String(EventType[e.eventType ?? 0]).replace(/^EVENT_TYPE_/, ''));
+}
+
+const count = (types: string[], type: string) => types.filter((e) => e === type).length;
+
+describe('the history of an intent', () => {
+  it('holds 14 events when the first attempt succeeds: 2 workflow tasks, the gate check, 2 search-attribute upserts', async () => {
+    const t = await h.setup({});
+    const input = t.intent();
+    const outcome = await t.run(async () => {
+      await t.submit(input);
+      return t.client.result(input.idempotencyKey);
+    });
+    expect(outcome.phase).toBe('succeeded');
+    // The start carries the `scheduled` attributes; the gate check is one marker (the gate is open); the run upserts
+    // `dispatching` (attempt 1) and `succeeded`.
+    expect(await eventTypes(t, input.idempotencyKey)).toEqual([
+      'WORKFLOW_EXECUTION_STARTED',
+      'WORKFLOW_TASK_SCHEDULED',
+      'WORKFLOW_TASK_STARTED',
+      'WORKFLOW_TASK_COMPLETED',
+      'MARKER_RECORDED',
+      'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
+      'ACTIVITY_TASK_SCHEDULED',
+      'ACTIVITY_TASK_STARTED',
+      'ACTIVITY_TASK_COMPLETED',
+      'WORKFLOW_TASK_SCHEDULED',
+      'WORKFLOW_TASK_STARTED',
+      'WORKFLOW_TASK_COMPLETED',
+      'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
+      'WORKFLOW_EXECUTION_COMPLETED',
+    ]);
+  });
+
+  it('upserts once per transition on the way through a rate limit: dispatching, waiting, dispatching, succeeded', async () => {
+    const t = await h.setup(rateLimitedOnce('order-', 2));
+    const input = t.intent();
+    const outcome = await t.run(async () => {
+      await t.submit(input);
+      return t.client.result(input.idempotencyKey);
+    });
+    expect(outcome.phase).toBe('succeeded');
+    const types = await eventTypes(t, input.idempotencyKey);
+    expect(count(types, 'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES')).toBe(4);
+    expect(count(types, 'WORKFLOW_TASK_COMPLETED')).toBe(4);
+    // One gate check before each dispatch: at the second, the gate its own 429 closed has opened (it waited for it).
+    expect(count(types, 'MARKER_RECORDED')).toBe(2);
+    expect(types).toHaveLength(28);
+    // What the UI lists by: the final attributes say succeeded after 2 attempts, and the last error seen.
+    const desc = await t.env.client.workflow.getHandle(workflowIdOf(input.idempotencyKey)).describe();
+    expect(desc.searchAttributes['RetryPhase']).toEqual(['succeeded']);
+    expect(desc.searchAttributes['RetryAttempt']).toEqual([2]);
+    expect(desc.searchAttributes['LastErrorCode']).toEqual(['rate_limit_exceeded']);
+  });
+});
+
+describe("when the intent's worker knows the credential's gate is closed", () => {
+  it('waits for the gate within its first workflow task: no dispatch activity, no attempt, sent once it opens', async () => {
+    const t = await h.setup(rateLimitedOnce('first-', 4));
+    const first = t.intent({ idempotencyKey: t.newKey('first') });
+    const second = t.intent();
+    const workers = await t.createWorkers();
+    const running = workers.run();
+    try {
+      await t.submit(first);
+      await t.waitForStatus(first.idempotencyKey, (s) => s.phase === 'waiting', 'the first intent waiting');
+      // The 429 closed the credential's gate; the worker learns its time on the entity's clock right after.
+      const known = () => (workers.gates?.views().get(CREDENTIAL)?.entityClosedUntil.dispatch ?? 0) > Date.now();
+      for (let i = 0; i < 50 && !known(); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(known()).toBe(true);
+
+      await t.submit(second);
+      const waiting = await t.waitForStatus(second.idempotencyKey, (s) => s.phase === 'waiting', 'waiting');
+      expect(waiting.attempts).toBe(0);
+      expect(waiting.held).toMatchObject({ credential: CREDENTIAL, reason: 'rate_limited' });
+      expect(waiting.held?.why).toContain('429');
+      // Never before the gate opens (invariant 2): the gate's time is this intent's permitted time too.
+      expect(ms(waiting.permittedAt)).toBe(ms(waiting.held?.until));
+      expect(ms(waiting.nextAttemptAt)).toBeGreaterThanOrEqual(ms(waiting.permittedAt));
+      expect(t.dispatches(second.idempotencyKey)).toHaveLength(0);
+      // One workflow task put it to sleep: the gate check's marker, one upsert (waiting), the timer.
+      expect(await eventTypes(t, second.idempotencyKey)).toEqual([
+        'WORKFLOW_EXECUTION_STARTED',
+        'WORKFLOW_TASK_SCHEDULED',
+        'WORKFLOW_TASK_STARTED',
+        'WORKFLOW_TASK_COMPLETED',
+        'MARKER_RECORDED',
+        'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
+        'TIMER_STARTED',
+      ]);
+
+      const outcome = await t.client.result(second.idempotencyKey);
+      expect(outcome.phase).toBe('succeeded');
+      expect(outcome.attempts).toBe(1);
+      const [sent] = dispatchTimes(t, second.idempotencyKey);
+      expect(sent).toBeGreaterThanOrEqual(ms(waiting.permittedAt));
+      expect(t.dispatches(second.idempotencyKey)).toHaveLength(1);
+      expect(t.sim.sideEffects(second.idempotencyKey)).toBe(1);
+      expect((await t.client.result(first.idempotencyKey)).phase).toBe('succeeded');
+    } finally {
+      workers.shutdown();
+      await running;
+    }
+  });
+
+  it('checks the gate after waking from a timer on a worker without a cache, with no workflow task timeout', async () => {
+    const t = await h.setup(rateLimitedOnce('order-', 2));
+    const input = t.intent();
+    const workers = await t.createWorkers(undefined, { maxCachedWorkflows: 0, workflowTaskConcurrency: 2 });
+    const running = workers.run();
+    try {
+      await t.submit(input);
+      const outcome = await t.client.result(input.idempotencyKey);
+      expect(outcome).toMatchObject({ phase: 'succeeded', attempts: 2 });
+      const types = await eventTypes(t, input.idempotencyKey);
+      // Each dispatch was preceded by a gate check, each in a task replayed from history (no cache).
+      expect(count(types, 'MARKER_RECORDED')).toBe(2);
+      expect(count(types, 'WORKFLOW_TASK_TIMED_OUT')).toBe(0);
+      expect(count(types, 'WORKFLOW_TASK_FAILED')).toBe(0);
+    } finally {
+      workers.shutdown();
+      await running;
+    }
+  });
+});
