@@ -558,16 +558,16 @@ async function wakeStorm(provider: Provider, k: number, settleRatePerS: number |
     const estimateS = k / (settleRatePerS ?? 4);
     provider.wakeAtMs = Date.now() + Math.ceil(estimateS * 1.5 * 1000) + 20_000;
     const before = await worker.metrics();
-    const wft0 = wftDone(before);
     const done0 = completed(before);
     log(`c: ${k} intents to sleep until ${new Date(provider.wakeAtMs).toISOString()}`);
     const t0 = performance.now();
+    const seen0 = asleepCounted(before);
     await pool(k, opts.inFlight, (i) => retryq.submit(intent(provider, 'wake', `c-${i}`)));
-    const settledAt = await waitFor(
-      'c: all asleep',
-      600_000 + k * 200,
-      async () => wftDone(await worker.metrics()) - wft0 >= 2 * k,
-    );
+    // Asleep: held by load control (in the first workflow task when the worker knows the gate is closed, else after
+    // a dispatch load control held) or answered 429 itself; then the workflow task that starts its timer has run.
+    const settledAt = await waitFor('c: all asleep', 600_000 + k * 200, async () => {
+      return asleepCounted(await worker.metrics()) - seen0 >= k;
+    });
     const settledBeforeWake = Date.now() < provider.wakeAtMs;
     const m0 = await worker.metrics();
     await sleep(Math.max(0, provider.wakeAtMs - Date.now()));

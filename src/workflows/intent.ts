@@ -107,6 +107,13 @@ export const IntentPatch = {
   neverSentIsNoAttempt: 'retryq-0.2-never-sent-is-no-attempt',
   /** 0.2.0: a cancel signal during a dispatch cancels the activity, which aborts its HTTP request. */
   cancelAbortsDispatch: 'retryq-0.2-cancel-aborts-dispatch',
+  /**
+   * 0.3.0: before each dispatch, the gate check ({@link IntentWorkflowOptions.localGateCheck}). Guarded by a patch as
+   * well as the start option: a current client may start an intent that an older worker runs first (it ignores the
+   * option and schedules the dispatch at once); a current worker that takes the run over must replay that part
+   * without the check.
+   */
+  localGateCheck: 'retryq-0.3-local-gate-check',
 } as const;
 
 /**
@@ -569,7 +576,7 @@ class IntentRun {
         Phase.failed,
         `attempt budget of ${this.spec.policy.maxAttempts} used up; last: ${this.lastEvidenceText()}`,
       );
-    if (this.localGateCheck) {
+    if (this.localGateCheck && patched(IntentPatch.localGateCheck)) {
       // The gate is known closed: wait for it now, in this workflow task. Nothing is sent, so it is no attempt.
       const hold = await this.knownHold();
       if (hold) return this.held(hold, 'dispatch');

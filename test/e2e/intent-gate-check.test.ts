@@ -29,7 +29,7 @@ async function eventTypes(t: IntentTest, key: string): Promise<string[]> {
 const count = (types: string[], type: string) => types.filter((e) => e === type).length;
 
 describe('the history of an intent', () => {
-  it('holds 14 events when the first attempt succeeds: 2 workflow tasks, the gate check, 2 search-attribute upserts', async () => {
+  it('holds 16 events when the first attempt succeeds: 2 workflow tasks, the gate check and its patch, 2 upserts of its own', async () => {
     const t = await h.setup({});
     const input = t.intent();
     const outcome = await t.run(async () => {
@@ -37,13 +37,16 @@ describe('the history of an intent', () => {
       return t.client.result(input.idempotencyKey);
     });
     expect(outcome.phase).toBe('succeeded');
-    // The start carries the `scheduled` attributes; the gate check is one marker (the gate is open); the run upserts
-    // `dispatching` (attempt 1) and `succeeded`.
+    // The start carries the `scheduled` attributes. The gate check's patch is a marker and an upsert of Temporal's
+    // `TemporalChangeVersion` (once per run), its answer a marker (the gate is open); the run upserts `dispatching`
+    // (attempt 1) and `succeeded`.
     expect(await eventTypes(t, input.idempotencyKey)).toEqual([
       'WORKFLOW_EXECUTION_STARTED',
       'WORKFLOW_TASK_SCHEDULED',
       'WORKFLOW_TASK_STARTED',
       'WORKFLOW_TASK_COMPLETED',
+      'MARKER_RECORDED',
+      'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
       'MARKER_RECORDED',
       'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
       'ACTIVITY_TASK_SCHEDULED',
@@ -66,11 +69,12 @@ describe('the history of an intent', () => {
     });
     expect(outcome.phase).toBe('succeeded');
     const types = await eventTypes(t, input.idempotencyKey);
-    expect(count(types, 'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES')).toBe(4);
+    expect(count(types, 'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES')).toBe(5); // 4 transitions and the patch's version
     expect(count(types, 'WORKFLOW_TASK_COMPLETED')).toBe(4);
-    // One gate check before each dispatch: at the second, the gate its own 429 closed has opened (it waited for it).
-    expect(count(types, 'MARKER_RECORDED')).toBe(2);
-    expect(types).toHaveLength(28);
+    // One gate check before each dispatch (at the second, the gate its own 429 closed has opened: it waited for it),
+    // and the check's patch marker once.
+    expect(count(types, 'MARKER_RECORDED')).toBe(3);
+    expect(types).toHaveLength(30);
     // What the UI lists by: the final attributes say succeeded after 2 attempts, and the last error seen.
     const desc = await t.env.client.workflow.getHandle(workflowIdOf(input.idempotencyKey)).describe();
     expect(desc.searchAttributes['RetryPhase']).toEqual(['succeeded']);
@@ -103,12 +107,14 @@ describe("when the intent's worker knows the credential's gate is closed", () =>
       expect(ms(waiting.permittedAt)).toBe(ms(waiting.held?.until));
       expect(ms(waiting.nextAttemptAt)).toBeGreaterThanOrEqual(ms(waiting.permittedAt));
       expect(t.dispatches(second.idempotencyKey)).toHaveLength(0);
-      // One workflow task put it to sleep: the gate check's marker, one upsert (waiting), the timer.
+      // One workflow task put it to sleep: the gate check (its patch and answer), one upsert (waiting), the timer.
       expect(await eventTypes(t, second.idempotencyKey)).toEqual([
         'WORKFLOW_EXECUTION_STARTED',
         'WORKFLOW_TASK_SCHEDULED',
         'WORKFLOW_TASK_STARTED',
         'WORKFLOW_TASK_COMPLETED',
+        'MARKER_RECORDED',
+        'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
         'MARKER_RECORDED',
         'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
         'TIMER_STARTED',
@@ -138,8 +144,8 @@ describe("when the intent's worker knows the credential's gate is closed", () =>
       const outcome = await t.client.result(input.idempotencyKey);
       expect(outcome).toMatchObject({ phase: 'succeeded', attempts: 2 });
       const types = await eventTypes(t, input.idempotencyKey);
-      // Each dispatch was preceded by a gate check, each in a task replayed from history (no cache).
-      expect(count(types, 'MARKER_RECORDED')).toBe(2);
+      // Each dispatch was preceded by a gate check (plus its patch marker once), each in a task replayed from history.
+      expect(count(types, 'MARKER_RECORDED')).toBe(3);
       expect(count(types, 'WORKFLOW_TASK_TIMED_OUT')).toBe(0);
       expect(count(types, 'WORKFLOW_TASK_FAILED')).toBe(0);
     } finally {

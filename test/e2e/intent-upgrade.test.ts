@@ -63,13 +63,18 @@ describe('when a worker with the current workflow takes over intents started und
     expect(t.sim.sideEffects(input.idempotencyKey)).toBe(1);
     // The patch marker is in the history from the first new refusal on: later replays take the new path there.
     const history = await t.env.client.workflow.getHandle(workflowIdOf(input.idempotencyKey)).fetchHistory();
-    const markers = (history.events ?? []).filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch');
-    expect(markers).toHaveLength(1);
-    const markerText = Object.values(markers[0]!.markerRecordedEventAttributes!.details ?? {})
-      .flatMap((p) => p.payloads ?? [])
-      .map((p) => Buffer.from(p.data ?? []).toString())
-      .join(' ');
-    expect(markerText).toContain(IntentPatch.neverSentIsNoAttempt);
+    const patches = (history.events ?? [])
+      .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
+      .map((e) =>
+        Object.values(e.markerRecordedEventAttributes!.details ?? {})
+          .flatMap((p) => p.payloads ?? [])
+          .map((p) => Buffer.from(p.data ?? []).toString())
+          .join(' '),
+      );
+    expect(patches.filter((text) => text.includes(IntentPatch.neverSentIsNoAttempt))).toHaveLength(1);
+    // The part 0.1.0 ran replays without the gate check (its dispatch had none); the current worker's first dispatch
+    // of its own activates it.
+    expect(patches.filter((text) => text.includes(IntentPatch.localGateCheck))).toHaveLength(1);
   });
 
   it('completes an intent from state that 0.1.0 carried across continue-as-new (no version field)', async () => {
