@@ -20,6 +20,9 @@ import { cachedWorkflowBundle } from '../dist/temporal/workflow-bundle.js';
 import { createWorkers } from '../dist/worker.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+/** `BENCH_WORKER_MEMORY=1`: each thread's V8 heap on request (bench/scale-memory-probe.mjs); off, nothing is loaded. */
+const memoryProbe = process.env['BENCH_WORKER_MEMORY'] === '1' ? await import('./scale-memory-probe.mjs') : undefined;
+memoryProbe?.install();
 
 /** The bare baseline's one activity: POST, JSON body, Idempotency-Key, through a keep-alive pool. */
 function createBareActivities() {
@@ -86,6 +89,17 @@ async function start(spec) {
 /** @type {{ run: Promise<void>; stop: () => void } | undefined} */
 let running;
 process.on('message', (/** @type {any} */ msg) => {
+  if (msg === 'memory' || msg === 'memory-after-gc') {
+    // 'memory-after-gc' with `--expose-gc` in BENCH_WORKER_NODE_ARGS: after a full GC in every thread (what is live).
+    void (async () => {
+      const memory = await memoryProbe?.probe(msg === 'memory-after-gc');
+      // BENCH_WORKER_SNAPSHOT=<dir>: the main thread's heap snapshot at each probe, for a closer look.
+      const dir = process.env['BENCH_WORKER_SNAPSHOT'];
+      if (memory && dir) (await import('node:v8')).writeHeapSnapshot(path.join(dir, `main-${Date.now()}.heapsnapshot`));
+      process.send?.({ memory });
+    })();
+    return;
+  }
   if (msg === 'stop') {
     running?.stop();
     void (running?.run ?? Promise.resolve()).finally(() => process.exit(0));

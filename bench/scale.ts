@@ -27,7 +27,8 @@
  * Flags: `--intents N` (default 1000; 10000 for the goal measurement), `--complete N` (500), `--rounds N` (2),
  * `--wake N` (default: --intents), `--wake-budget N` (requests/min, default 3000), `--in-flight N` (50),
  * `--cache N` (retryq's maxCachedWorkflows), `--task-concurrency N` (its workflow-task concurrency) and
- * `--sticky-timeout MS` (its sticky-queue schedule-to-start timeout), all defaulting to retryq's defaults, `--only a,b,c`, `--sides retryq,bareTimer,bareCallThenTimer` (part a).
+ * `--sticky-timeout MS` (its sticky-queue schedule-to-start timeout), `--semi-space MB` (its workflow thread's
+ * young-generation semi-space), all defaulting to retryq's defaults, `--only a,b,c`, `--sides retryq,bareTimer,bareCallThenTimer` (part a).
  */
 import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -79,6 +80,9 @@ const opts = {
   stickyTimeoutMs: process.argv.includes('--sticky-timeout')
     ? flag('sticky-timeout', defaultWorkerTuning.stickyQueueTimeoutMs)
     : undefined,
+  semiSpaceMb: process.argv.includes('--semi-space')
+    ? flag('semi-space', defaultWorkerTuning.workflowThreadSemiSpaceMb)
+    : undefined,
 };
 const sidesAt = process.argv.indexOf('--sides');
 const allSides = ['bareTimer', 'retryq', 'bareCallThenTimer'] as const;
@@ -86,11 +90,15 @@ const sides = allSides.filter((side) =>
   sidesAt < 0 ? true : (process.argv[sidesAt + 1] ?? '').split(',').includes(side),
 );
 const tuning =
-  opts.cache !== undefined || opts.taskConcurrency !== undefined || opts.stickyTimeoutMs !== undefined
+  opts.cache !== undefined ||
+  opts.taskConcurrency !== undefined ||
+  opts.stickyTimeoutMs !== undefined ||
+  opts.semiSpaceMb !== undefined
     ? {
         ...(opts.cache !== undefined ? { maxCachedWorkflows: opts.cache } : {}),
         ...(opts.taskConcurrency !== undefined ? { workflowTaskConcurrency: opts.taskConcurrency } : {}),
         ...(opts.stickyTimeoutMs !== undefined ? { stickyQueueTimeoutMs: opts.stickyTimeoutMs } : {}),
+        ...(opts.semiSpaceMb !== undefined ? { workflowThreadSemiSpaceMb: opts.semiSpaceMb } : {}),
       }
     : undefined;
 const log = (msg: string) => process.stderr.write(`[bench:scale ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
@@ -227,6 +235,8 @@ export interface WorkerSpec {
 
 interface WorkerChild {
   pid: number;
+  /** Each thread's V8 heap next to the RSS, with `BENCH_WORKER_MEMORY=1` (bench/scale-memory-probe.mjs); else undefined. */
+  memory: (afterGc?: boolean) => Promise<unknown>;
   metrics: () => Promise<Metrics>;
   stop: () => Promise<void>;
 }
@@ -248,6 +258,19 @@ async function startWorker(
   return {
     pid: child.pid!,
     metrics: () => scrape(metricsPort),
+    memory: async (afterGc = false) => {
+      if (process.env['BENCH_WORKER_MEMORY'] !== '1') return undefined;
+      const answer = new Promise<unknown>((resolve) => {
+        const onMessage = (msg: { memory?: unknown }) => {
+          if (!('memory' in msg)) return;
+          child.off('message', onMessage);
+          resolve(msg.memory);
+        };
+        child.on('message', onMessage);
+      });
+      child.send(afterGc ? 'memory-after-gc' : 'memory');
+      return answer;
+    },
     stop: async () => {
       const exited = once(child, 'exit');
       child.send('stop');
@@ -288,7 +311,8 @@ const wftDone = (m: Metrics) => metric(m, 'workflow_task_execution_latency_count
 const completed = (m: Metrics) => metric(m, 'workflow_completed');
 /** retryq intents that went to sleep held by load control or answered 429 (the intent workflow's own counters). */
 const asleepCounted = (m: Metrics) =>
-  metric(m, 'retryq_dispatches_held_total') + metric(m, 'retryq_rate_limited_answers_total');
+  // The bench worker's exporter names counters without Prometheus's `_total` suffix (bench/scale-worker.mjs).
+  metric(m, 'retryq_dispatches_held') + metric(m, 'retryq_rate_limited_answers');
 
 async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<number> {
   const t0 = performance.now();
@@ -356,6 +380,7 @@ async function sleepingSide(side: Side, provider: Provider, n: number) {
     });
     await sleep(2000);
     const idle = { workerMb: rssMb(worker.pid), devServerMb: rssMb(env.server.pid) };
+    const idleMemory = await worker.memory();
     const wft0 = wftDone(await worker.metrics());
     const retryq = new RetryqClient({ client: env.client, taskQueuePrefix: queue, requireServedCredential: false });
     const before = provider.count('sleep');
@@ -395,6 +420,11 @@ async function sleepingSide(side: Side, provider: Provider, n: number) {
     await sleep(5000);
     const workerMb = rssMb(worker.pid);
     const devServerMb = rssMb(env.server.pid);
+    const settledMemory = await worker.memory();
+    // The same 30 s later, and then after a full GC (with --expose-gc): what V8 gives back by itself, what is live.
+    if (settledMemory) await sleep(30_000);
+    const laterMemory = settledMemory ? await worker.memory() : undefined;
+    const afterGcMemory = settledMemory ? await worker.memory(true) : undefined;
     const m = await worker.metrics();
     const waiting =
       side === 'retryq'
@@ -413,6 +443,9 @@ async function sleepingSide(side: Side, provider: Provider, n: number) {
         perSleepingKb: Math.round(((workerMb - idle.workerMb) * 1024) / n),
       },
       devServerRssMb: { idle: idle.devServerMb, settled: devServerMb },
+      ...(settledMemory
+        ? { workerMemory: { idle: idleMemory, settled: settledMemory, later: laterMemory, afterGc: afterGcMemory } }
+        : {}),
       workerCache: {
         size: metric(m, 'sticky_cache_size'),
         forcedEvictions: metric(m, 'sticky_cache_total_forced_eviction'),
@@ -694,6 +727,7 @@ async function main() {
       maxCachedWorkflows: opts.cache ?? defaultWorkerTuning.maxCachedWorkflows,
       workflowTaskConcurrency: defaultWorkerTuning.workflowTaskConcurrency,
       stickyQueueTimeoutMs: opts.stickyTimeoutMs ?? defaultWorkerTuning.stickyQueueTimeoutMs,
+      workflowThreadSemiSpaceMb: opts.semiSpaceMb ?? defaultWorkerTuning.workflowThreadSemiSpaceMb,
     },
   };
   const t0 = performance.now();

@@ -172,6 +172,15 @@ export interface WorkerTuning {
    * @default 5000
    */
   stickyQueueTimeoutMs: number;
+  /**
+   * Size of one semi-space of the young generation (V8's `--max-semi-space-size`) of the workflow thread that runs
+   * the intent workflows, in MB. V8 otherwise grows it to 16 MB (32 MB resident for the two halves) after the first
+   * burst of workflow tasks and keeps it; a few MB cost a little more garbage collection during bursts and keep the
+   * thread's memory small (docs/operations.md, worker sizing). `0` leaves V8's own sizing. Applies only to the
+   * workflow thread the worker starts (the process's other threads keep theirs; see docs/operations.md for those).
+   * @default 2
+   */
+  workflowThreadSemiSpaceMb: number;
 }
 
 /** The defaults of {@link WorkerTuning}. */
@@ -179,6 +188,7 @@ export const defaultWorkerTuning: Readonly<WorkerTuning> = Object.freeze({
   maxCachedWorkflows: 100,
   workflowTaskConcurrency: 10,
   stickyQueueTimeoutMs: 5_000,
+  workflowThreadSemiSpaceMb: 2,
 });
 
 /** The zod rules of {@link WorkerTuning}: each field, and concurrency within the cache. */
@@ -199,6 +209,11 @@ export const workerTuningSchema = z
       .int('must be a whole number of ms')
       .min(1_000, 'must be at least 1000 (ms)')
       .max(600_000, 'must be at most 600000 (ms)'),
+    workflowThreadSemiSpaceMb: z
+      .number()
+      .int('must be a whole number of MB')
+      .min(0, "must be 0 (V8's own sizing) or more")
+      .max(256, 'must be at most 256 (MB)'),
   })
   .superRefine((t, ctx) => {
     if (t.maxCachedWorkflows >= 2 && t.workflowTaskConcurrency > t.maxCachedWorkflows)
@@ -271,6 +286,11 @@ export const CONFIG_VARIABLES = [
     'RETRYQ_STICKY_QUEUE_TIMEOUT_MS',
     String(defaultWorkerTuning.stickyQueueTimeoutMs),
     "ms a workflow task waits on its worker's sticky queue before any worker may take it",
+  ],
+  [
+    'RETRYQ_WORKFLOW_SEMI_SPACE_MB',
+    String(defaultWorkerTuning.workflowThreadSemiSpaceMb),
+    "MB of one semi-space of the workflow thread's young generation (0: V8's own sizing); bounds its memory",
   ],
   ['RETRYQ_DATA_DIR', '.data', 'embedded dev server: folder of its SQLite file'],
   ['RETRYQ_DEV_IP', '127.0.0.1', 'embedded dev server: address to bind'],
@@ -410,6 +430,7 @@ const workerTuningVariables: Record<keyof WorkerTuning, string> = {
   maxCachedWorkflows: 'RETRYQ_MAX_CACHED_WORKFLOWS',
   workflowTaskConcurrency: 'RETRYQ_WORKFLOW_TASK_CONCURRENCY',
   stickyQueueTimeoutMs: 'RETRYQ_STICKY_QUEUE_TIMEOUT_MS',
+  workflowThreadSemiSpaceMb: 'RETRYQ_WORKFLOW_SEMI_SPACE_MB',
 };
 
 function loadWorkerTuning(raw: (name: string) => string | undefined, problems: Problem[]): WorkerTuning {

@@ -44,6 +44,7 @@ import type { CredentialConfig, RetryqConfig, WorkerTuning } from './config.js';
 import { CredentialGates } from './load-control/credential-gates.js';
 import type { LoadMetrics } from './load-control/metrics.js';
 import { cachedWorkflowBundle } from './temporal/workflow-bundle.js';
+import { withWorkflowThreadSemiSpace } from './temporal/workflow-thread-memory.js';
 import { taskQueues } from './task-queues.js';
 import { retryqWords } from './validation-words.js';
 
@@ -172,22 +173,26 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
   if (roles.workflows) {
     const workflowBundle = setup.workflowBundle ?? (await intentWorkflowBundle());
     workers.push(
-      await Worker.create({
-        connection,
-        namespace,
-        taskQueue: queues.workflows,
-        workflowBundle,
-        // Set, not derived from the heap: memory stays bounded however many intents sleep (docs/operations.md).
-        maxCachedWorkflows: tuning.maxCachedWorkflows,
-        maxConcurrentWorkflowTaskExecutions: tuning.workflowTaskConcurrency,
-        // A dead worker's intents move to another worker this long after their next task landed on its sticky
-        // queue (docs/operations.md, "Behaviour under faults"; Temporal's default is 10 s).
-        stickyQueueScheduleToStartTimeout: tuning.stickyQueueTimeoutMs,
-        // The intents' local gate check (src/activities/gate-hint.ts) reads this process's load control; this queue
-        // carries no other activities, so the worker does not poll it for any.
-        activities: { gateHint: activities.gateHint },
-        enableNonLocalActivities: false,
-      }),
+      // The workflow thread's young generation is bounded (tuning.workflowThreadSemiSpaceMb): V8 would grow it to
+      // 32 MB after the first burst and keep it, more than a hundred cached intents weigh (docs/operations.md).
+      await withWorkflowThreadSemiSpace(tuning.workflowThreadSemiSpaceMb, () =>
+        Worker.create({
+          connection,
+          namespace,
+          taskQueue: queues.workflows,
+          workflowBundle,
+          // Set, not derived from the heap: memory stays bounded however many intents sleep (docs/operations.md).
+          maxCachedWorkflows: tuning.maxCachedWorkflows,
+          maxConcurrentWorkflowTaskExecutions: tuning.workflowTaskConcurrency,
+          // A dead worker's intents move to another worker this long after their next task landed on its sticky
+          // queue (docs/operations.md, "Behaviour under faults"; Temporal's default is 10 s).
+          stickyQueueScheduleToStartTimeout: tuning.stickyQueueTimeoutMs,
+          // The intents' local gate check (src/activities/gate-hint.ts) reads this process's load control; this
+          // queue carries no other activities, so the worker does not poll it for any.
+          activities: { gateHint: activities.gateHint },
+          enableNonLocalActivities: false,
+        }),
+      ),
     );
     // The credentials' entity workflows, on their own queue: a burst of intent tasks never delays a send slot. One
     // entity per credential, each running one task at a time: sized to them, not to the SDK's defaults (a cache

@@ -168,12 +168,27 @@ describe('resolveSecrets', () => {
 });
 
 describe('loadConfig worker sizing', () => {
-  it('bounds the workflow cache and workflow-task slots by default (100 cached, 10 at once, sticky 5 s)', () => {
+  it('bounds the workflow cache, workflow-task slots and the workflow thread young generation by default', () => {
     expect(loadConfig({}).worker).toEqual({
       maxCachedWorkflows: 100,
       workflowTaskConcurrency: 10,
       stickyQueueTimeoutMs: 5_000,
+      workflowThreadSemiSpaceMb: 2,
     });
+  });
+
+  it("reads RETRYQ_WORKFLOW_SEMI_SPACE_MB (0: V8's own sizing) and names the rule for a bad value", () => {
+    expect(loadConfig({ RETRYQ_WORKFLOW_SEMI_SPACE_MB: '8' }).worker.workflowThreadSemiSpaceMb).toBe(8);
+    expect(loadConfig({ RETRYQ_WORKFLOW_SEMI_SPACE_MB: '0' }).worker.workflowThreadSemiSpaceMb).toBe(0);
+    expect(problemsOf({ RETRYQ_WORKFLOW_SEMI_SPACE_MB: '-1' })).toEqual([
+      { path: 'RETRYQ_WORKFLOW_SEMI_SPACE_MB', received: '-1', message: "must be 0 (V8's own sizing) or more" },
+    ]);
+    expect(problemsOf({ RETRYQ_WORKFLOW_SEMI_SPACE_MB: '1024' })).toEqual([
+      { path: 'RETRYQ_WORKFLOW_SEMI_SPACE_MB', received: '1024', message: 'must be at most 256 (MB)' },
+    ]);
+    expect(problemsOf({ RETRYQ_WORKFLOW_SEMI_SPACE_MB: '2MB' })).toEqual([
+      { path: 'RETRYQ_WORKFLOW_SEMI_SPACE_MB', received: '2MB', message: 'must be a whole number' },
+    ]);
   });
 
   it('reads RETRYQ_STICKY_QUEUE_TIMEOUT_MS and names the rule for a value out of range', () => {
@@ -185,7 +200,12 @@ describe('loadConfig worker sizing', () => {
 
   it('reads RETRYQ_MAX_CACHED_WORKFLOWS and RETRYQ_WORKFLOW_TASK_CONCURRENCY', () => {
     const c = loadConfig({ RETRYQ_MAX_CACHED_WORKFLOWS: '2000', RETRYQ_WORKFLOW_TASK_CONCURRENCY: '40' });
-    expect(c.worker).toEqual({ maxCachedWorkflows: 2000, workflowTaskConcurrency: 40, stickyQueueTimeoutMs: 5_000 });
+    expect(c.worker).toEqual({
+      maxCachedWorkflows: 2000,
+      workflowTaskConcurrency: 40,
+      stickyQueueTimeoutMs: 5_000,
+      workflowThreadSemiSpaceMb: 2,
+    });
     expect(loadConfig({ RETRYQ_MAX_CACHED_WORKFLOWS: '0' }).worker.maxCachedWorkflows).toBe(0);
   });
 

@@ -4,6 +4,10 @@
  * by every cached intent. These checks read the webpack bundle the workers run and fail when such a module creeps
  * back in through any import chain.
  */
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { cachedWorkflowBundle } from '../../src/temporal/workflow-bundle.js';
@@ -67,5 +71,37 @@ describe('the intent workflow bundle', () => {
     });
     expect(packagesIn(code).has('zod')).toBe(true);
     expect(sourcesIn(code).has('src/intent.ts')).toBe(true);
+  });
+});
+
+describe('building a workflow bundle', () => {
+  /** webpack's own modules loaded into this process (the SDK loads only webpack's small entry on import). */
+  const webpackModulesHere = () =>
+    Object.keys(createRequire(import.meta.url).cache).filter((k) => k.includes('/node_modules/webpack/lib/')).length;
+
+  it('runs webpack in a process of its own, so the worker keeps none of its memory, and caches the result', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'retryq-bundle-'));
+    try {
+      const workflowsPath = fileURLToPath(new URL('./fixtures/schema-importing-workflow.ts', import.meta.url));
+      const before = webpackModulesHere();
+      const bundle = await cachedWorkflowBundle({ workflowsPath, cacheDir: path.join(dir, 'cache') });
+      expect(sourcesIn(bundle.code).has('src/intent.ts')).toBe(true);
+      expect(webpackModulesHere()).toBe(before);
+      expect((await readdir(path.join(dir, 'cache'))).filter((f) => f.endsWith('.json'))).toHaveLength(1);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('says which workflow code could not be bundled, with webpack’s reason', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'retryq-bundle-'));
+    try {
+      const workflowsPath = path.join(dir, 'missing.ts');
+      await expect(cachedWorkflowBundle({ workflowsPath, cacheDir: path.join(dir, 'cache') })).rejects.toThrow(
+        `could not bundle the workflow code in ${workflowsPath}`,
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
