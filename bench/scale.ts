@@ -384,6 +384,7 @@ async function sleepingSide(side: Side, provider: Provider, n: number) {
     const wft0 = wftDone(await worker.metrics());
     const retryq = new RetryqClient({ client: env.client, taskQueuePrefix: queue, requireServedCredential: false });
     const before = provider.count('sleep');
+    const seen0 = side === 'retryq' ? asleepCounted(await worker.metrics()) : 0;
     const cpu = cpuMeter({ worker: worker.pid, devServer: env.server.pid, bench: process.pid });
     const t0 = performance.now();
     log(`a/${side}: putting ${n} to sleep`);
@@ -406,7 +407,6 @@ async function sleepingSide(side: Side, provider: Provider, n: number) {
     // retryq: first the worker's own counters (each intent is held by load control or answered 429 once on its way to
     // sleep), then visibility; a count query every 100 ms over thousands of rows would load the dev server's SQLite
     // on this side only (the bare sides read the worker's metrics alone).
-    const seen0 = side === 'retryq' ? asleepCounted(await worker.metrics()) : 0;
     const settledAt = await waitFor(`${side}: ${n} asleep`, 600_000 + n * 200, async () => {
       if (side === 'retryq')
         return (
