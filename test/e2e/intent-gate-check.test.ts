@@ -28,6 +28,22 @@ async function eventTypes(t: IntentTest, key: string): Promise<string[]> {
 
 const count = (types: string[], type: string) => types.filter((e) => e === type).length;
 
+/**
+ * A fresh intent's history up to its first command after the gate check: the start, its first workflow task, the
+ * check's patch (a marker and the `TemporalChangeVersion` upsert, once per run), the check's answer (a marker) and
+ * the upsert of the transition that follows.
+ */
+const FIRST_TASK_WITH_GATE_CHECK = [
+  'WORKFLOW_EXECUTION_STARTED',
+  'WORKFLOW_TASK_SCHEDULED',
+  'WORKFLOW_TASK_STARTED',
+  'WORKFLOW_TASK_COMPLETED',
+  'MARKER_RECORDED',
+  'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
+  'MARKER_RECORDED',
+  'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
+];
+
 describe('the history of an intent', () => {
   it('holds 16 events when the first attempt succeeds: 2 workflow tasks, the gate check and its patch, 2 upserts of its own', async () => {
     const t = await h.setup({});
@@ -41,14 +57,7 @@ describe('the history of an intent', () => {
     // `TemporalChangeVersion` (once per run), its answer a marker (the gate is open); the run upserts `dispatching`
     // (attempt 1) and `succeeded`.
     expect(await eventTypes(t, input.idempotencyKey)).toEqual([
-      'WORKFLOW_EXECUTION_STARTED',
-      'WORKFLOW_TASK_SCHEDULED',
-      'WORKFLOW_TASK_STARTED',
-      'WORKFLOW_TASK_COMPLETED',
-      'MARKER_RECORDED',
-      'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
-      'MARKER_RECORDED',
-      'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
+      ...FIRST_TASK_WITH_GATE_CHECK,
       'ACTIVITY_TASK_SCHEDULED',
       'ACTIVITY_TASK_STARTED',
       'ACTIVITY_TASK_COMPLETED',
@@ -108,17 +117,7 @@ describe("when the intent's worker knows the credential's gate is closed", () =>
       expect(ms(waiting.nextAttemptAt)).toBeGreaterThanOrEqual(ms(waiting.permittedAt));
       expect(t.dispatches(second.idempotencyKey)).toHaveLength(0);
       // One workflow task put it to sleep: the gate check (its patch and answer), one upsert (waiting), the timer.
-      expect(await eventTypes(t, second.idempotencyKey)).toEqual([
-        'WORKFLOW_EXECUTION_STARTED',
-        'WORKFLOW_TASK_SCHEDULED',
-        'WORKFLOW_TASK_STARTED',
-        'WORKFLOW_TASK_COMPLETED',
-        'MARKER_RECORDED',
-        'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
-        'MARKER_RECORDED',
-        'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
-        'TIMER_STARTED',
-      ]);
+      expect(await eventTypes(t, second.idempotencyKey)).toEqual([...FIRST_TASK_WITH_GATE_CHECK, 'TIMER_STARTED']);
 
       const outcome = await t.client.result(second.idempotencyKey);
       expect(outcome.phase).toBe('succeeded');
