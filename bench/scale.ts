@@ -28,7 +28,8 @@
  * `--wake N` (default: --intents), `--wake-budget N` (requests/min, default 3000), `--in-flight N` (50),
  * `--cache N` (retryq's maxCachedWorkflows), `--task-concurrency N` (its workflow-task concurrency) and
  * `--sticky-timeout MS` (its sticky-queue schedule-to-start timeout), `--semi-space MB` (its workflow thread's
- * young-generation semi-space), all defaulting to retryq's defaults, `--only a,b,c`, `--sides retryq,bareTimer,bareCallThenTimer` (part a).
+ * young-generation semi-space), `--old-space MB` (its workflow thread's old-generation limit), `--heap-release MB`
+ * (the main-thread heap growth after which an idle worker collects garbage), all defaulting to retryq's defaults, `--only a,b,c`, `--sides retryq,bareTimer,bareCallThenTimer` (part a).
  */
 import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -83,6 +84,12 @@ const opts = {
   semiSpaceMb: process.argv.includes('--semi-space')
     ? flag('semi-space', defaultWorkerTuning.workflowThreadSemiSpaceMb)
     : undefined,
+  oldSpaceMb: process.argv.includes('--old-space')
+    ? flag('old-space', defaultWorkerTuning.workflowThreadOldSpaceMb)
+    : undefined,
+  heapReleaseMb: process.argv.includes('--heap-release')
+    ? flag('heap-release', defaultWorkerTuning.heapReleaseAfterBurstMb)
+    : undefined,
 };
 const sidesAt = process.argv.indexOf('--sides');
 const allSides = ['bareTimer', 'retryq', 'bareCallThenTimer'] as const;
@@ -93,12 +100,16 @@ const tuning =
   opts.cache !== undefined ||
   opts.taskConcurrency !== undefined ||
   opts.stickyTimeoutMs !== undefined ||
-  opts.semiSpaceMb !== undefined
+  opts.semiSpaceMb !== undefined ||
+  opts.oldSpaceMb !== undefined ||
+  opts.heapReleaseMb !== undefined
     ? {
         ...(opts.cache !== undefined ? { maxCachedWorkflows: opts.cache } : {}),
         ...(opts.taskConcurrency !== undefined ? { workflowTaskConcurrency: opts.taskConcurrency } : {}),
         ...(opts.stickyTimeoutMs !== undefined ? { stickyQueueTimeoutMs: opts.stickyTimeoutMs } : {}),
         ...(opts.semiSpaceMb !== undefined ? { workflowThreadSemiSpaceMb: opts.semiSpaceMb } : {}),
+        ...(opts.oldSpaceMb !== undefined ? { workflowThreadOldSpaceMb: opts.oldSpaceMb } : {}),
+        ...(opts.heapReleaseMb !== undefined ? { heapReleaseAfterBurstMb: opts.heapReleaseMb } : {}),
       }
     : undefined;
 const log = (msg: string) => process.stderr.write(`[bench:scale ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
@@ -722,13 +733,8 @@ async function main() {
       totalMemGb: Math.round(os.totalmem() / 2 ** 30),
       loadavg1mAtStart: round2(os.loadavg()[0]!),
     },
-    options: {
-      ...opts,
-      maxCachedWorkflows: opts.cache ?? defaultWorkerTuning.maxCachedWorkflows,
-      workflowTaskConcurrency: defaultWorkerTuning.workflowTaskConcurrency,
-      stickyQueueTimeoutMs: opts.stickyTimeoutMs ?? defaultWorkerTuning.stickyQueueTimeoutMs,
-      workflowThreadSemiSpaceMb: opts.semiSpaceMb ?? defaultWorkerTuning.workflowThreadSemiSpaceMb,
-    },
+    // The retryq worker's tuning as run: the defaults with the flags given.
+    options: { ...opts, ...defaultWorkerTuning, ...tuning },
   };
   const t0 = performance.now();
   let settleRate: number | undefined;
