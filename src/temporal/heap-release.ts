@@ -4,7 +4,7 @@
  * shrinks its own within seconds, the main thread did not in any measurement (docs/benchmarks.md, "Session 5").
  * Once the worker has been idle for a moment after it was busy, and the heap holds more than a threshold beyond
  * what was live after the last collection, one full garbage collection runs on the main thread: V8 then shrinks the
- * young generation and frees the old generation's empty pages. At most one a minute, and none while nothing ran.
+ * young generation and frees the old generation's empty pages. At most one every 10 s, and none while nothing ran.
  *
  * @example
  * ```ts
@@ -24,11 +24,14 @@ export interface HeapReleaseOptions {
    * young generation it grew) for one to be worth it, MB.
    */
   growthMb: number;
-  /** How often the worker's state is looked at, ms. @default 1000 */
+  /** How often the worker's state is looked at, ms. @default 250 */
   everyMs?: number;
-  /** How many looks in a row must find the worker idle. @default 2 */
+  /**
+   * How many looks in a row must find the worker idle: 8 looks 250 ms apart, so a burst whose tasks wait on a slow
+   * server (none in flight at one look) is not taken for its end. @default 8
+   */
   idleLooks?: number;
-  /** The least time between two collections, ms. @default 60000 */
+  /** The least time between two collections, ms. @default 10000 */
   minIntervalMs?: number;
   /** Told after each collection: the heap before and after, MB. */
   onRelease?: (beforeMb: number, afterMb: number) => void;
@@ -61,7 +64,7 @@ const mb = (bytes: number) => bytes / 2 ** 20;
 
 /** Starts watching; `stop()` ends it. The timer never keeps the process alive. */
 export function releaseHeapAfterBursts(options: HeapReleaseOptions): { stop(): void } {
-  const { busy, growthMb, everyMs = 1000, idleLooks = 2, minIntervalMs = 60_000, onRelease } = options;
+  const { busy, growthMb, everyMs = 250, idleLooks = 8, minIntervalMs = 10_000, onRelease } = options;
   // What was live after the last full collection (at the start: what is in use now, garbage included).
   let liveMb = mb(v8.getHeapStatistics().used_heap_size);
   let busySince = false;
