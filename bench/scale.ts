@@ -28,7 +28,9 @@
  * `--wake N` (default: --intents), `--wake-budget N` (requests/min, default 3000), `--in-flight N` (50),
  * `--cache N` (retryq's maxCachedWorkflows), `--task-concurrency N` (its workflow-task concurrency) and
  * `--sticky-timeout MS` (its sticky-queue schedule-to-start timeout), `--semi-space MB` (its workflow thread's
- * young-generation semi-space), all defaulting to retryq's defaults, `--only a,b,c`, `--sides retryq,bareTimer,bareCallThenTimer` (part a).
+ * young-generation semi-space), `--wake-rate N` (its wake-ups per second, `wakeUpsPerSecond`), all defaulting to
+ * retryq's defaults, `--wake-after S` (part c: the common wake time, seconds after the first submit; default: from
+ * the settle rate), `--only a,b,c`, `--sides retryq,bareTimer,bareCallThenTimer` (part a).
  */
 import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -83,6 +85,9 @@ const opts = {
   semiSpaceMb: process.argv.includes('--semi-space')
     ? flag('semi-space', defaultWorkerTuning.workflowThreadSemiSpaceMb)
     : undefined,
+  wakeRate: process.argv.includes('--wake-rate') ? flag('wake-rate', defaultWorkerTuning.wakeUpsPerSecond) : undefined,
+  /** Part c: seconds from the first submit to the common wake time (default: estimated from the settle rate). */
+  wakeAfterS: process.argv.includes('--wake-after') ? flag('wake-after', 0) : undefined,
 };
 const sidesAt = process.argv.indexOf('--sides');
 const allSides = ['bareTimer', 'retryq', 'bareCallThenTimer'] as const;
@@ -93,12 +98,14 @@ const tuning =
   opts.cache !== undefined ||
   opts.taskConcurrency !== undefined ||
   opts.stickyTimeoutMs !== undefined ||
-  opts.semiSpaceMb !== undefined
+  opts.semiSpaceMb !== undefined ||
+  opts.wakeRate !== undefined
     ? {
         ...(opts.cache !== undefined ? { maxCachedWorkflows: opts.cache } : {}),
         ...(opts.taskConcurrency !== undefined ? { workflowTaskConcurrency: opts.taskConcurrency } : {}),
         ...(opts.stickyTimeoutMs !== undefined ? { stickyQueueTimeoutMs: opts.stickyTimeoutMs } : {}),
         ...(opts.semiSpaceMb !== undefined ? { workflowThreadSemiSpaceMb: opts.semiSpaceMb } : {}),
+        ...(opts.wakeRate !== undefined ? { wakeUpsPerSecond: opts.wakeRate } : {}),
       }
     : undefined;
 const log = (msg: string) => process.stderr.write(`[bench:scale ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
@@ -557,7 +564,9 @@ async function wakeStorm(provider: Provider, k: number, settleRatePerS: number |
     const worker = await startWorker(env, { mode: 'retryq', queue: 'scale-c', credential: cred, tuning });
     const retryq = new RetryqClient({ client: env.client, taskQueuePrefix: 'scale-c', requireServedCredential: false });
     const estimateS = k / (settleRatePerS ?? 4);
-    provider.wakeAtMs = Date.now() + Math.ceil(estimateS * 1.5 * 1000) + 20_000;
+    provider.wakeAtMs =
+      Date.now() +
+      (opts.wakeAfterS !== undefined ? opts.wakeAfterS * 1000 : Math.ceil(estimateS * 1.5 * 1000) + 20_000);
     const before = await worker.metrics();
     const done0 = completed(before);
     log(`c: ${k} intents to sleep until ${new Date(provider.wakeAtMs).toISOString()}`);
@@ -603,6 +612,7 @@ async function wakeStorm(provider: Provider, k: number, settleRatePerS: number |
       allDispatchedS: round2(((dispatches.at(-1) ?? wakeAt) - wakeAt) / 1000),
       allCompletedS: round2(allCompletedS),
       dispatched: dispatches.length,
+      dispatchedPerS: round2(dispatches.length / Math.max(0.001, ((dispatches.at(-1) ?? wakeAt) - wakeAt) / 1000)),
       maxDispatchesIn60s: maxIn(60_000),
       maxDispatchesIn1s: maxIn(1000),
       withinBudget: maxIn(60_000) <= opts.wakeBudget,
@@ -705,7 +715,11 @@ async function wakeHistories(client: Client, k: number) {
     workflowTaskTimeoutsByType: timeouts,
     workflowTaskFailures: failures,
     wakeWorkflowTasks: scheduleToStart.length,
-    workflowTaskScheduleToStartMs: { p50: percentile(scheduleToStart, 50), p99: percentile(scheduleToStart, 99) },
+    workflowTaskScheduleToStartMs: {
+      p50: percentile(scheduleToStart, 50),
+      p90: percentile(scheduleToStart, 90),
+      p99: percentile(scheduleToStart, 99),
+    },
     workflowTaskStartToCompleteMs: { p50: percentile(startToComplete, 50), p99: percentile(startToComplete, 99) },
   };
 }
@@ -728,6 +742,7 @@ async function main() {
       workflowTaskConcurrency: defaultWorkerTuning.workflowTaskConcurrency,
       stickyQueueTimeoutMs: opts.stickyTimeoutMs ?? defaultWorkerTuning.stickyQueueTimeoutMs,
       workflowThreadSemiSpaceMb: opts.semiSpaceMb ?? defaultWorkerTuning.workflowThreadSemiSpaceMb,
+      wakeUpsPerSecond: opts.wakeRate ?? defaultWorkerTuning.wakeUpsPerSecond,
     },
   };
   const t0 = performance.now();

@@ -181,6 +181,18 @@ export interface WorkerTuning {
    * @default 2
    */
   workflowThreadSemiSpaceMb: number;
+  /**
+   * The most intents held behind a credential's closed gate (after a rate-limit answer) that this worker wakes per
+   * second once the gate opens. The intents this worker held wake on its sticky queue, each needing two workflow
+   * tasks; released faster than the worker runs them, they pile up there and time out after
+   * `stickyQueueTimeoutMs` (another replay each). Each held intent's wake-up is spread by its place among this
+   * worker's held intents at this rate, and by its place among all of them at the credential's dispatch budget,
+   * whichever comes later: the budget still bounds the whole fleet, and each worker process adds its own rate, so
+   * more workers wake a backlog faster. Set it to what one worker process completes per second during a storm
+   * (docs/operations.md, "Wake-up storms"). `0`: by the budget only.
+   * @default 15
+   */
+  wakeUpsPerSecond: number;
 }
 
 /** The defaults of {@link WorkerTuning}. */
@@ -189,6 +201,7 @@ export const defaultWorkerTuning: Readonly<WorkerTuning> = Object.freeze({
   workflowTaskConcurrency: 10,
   stickyQueueTimeoutMs: 5_000,
   workflowThreadSemiSpaceMb: 2,
+  wakeUpsPerSecond: 15,
 });
 
 /** The zod rules of {@link WorkerTuning}: each field, and concurrency within the cache. */
@@ -214,6 +227,11 @@ export const workerTuningSchema = z
       .int('must be a whole number of MB')
       .min(0, "must be 0 (V8's own sizing) or more")
       .max(256, 'must be at most 256 (MB)'),
+    wakeUpsPerSecond: z
+      .number()
+      .int('must be a whole number of intents per second')
+      .min(0, "must be 0 (the credential's budget alone spreads wake-ups) or more")
+      .max(100_000, 'must be at most 100000'),
   })
   .superRefine((t, ctx) => {
     if (t.maxCachedWorkflows >= 2 && t.workflowTaskConcurrency > t.maxCachedWorkflows)
@@ -291,6 +309,11 @@ export const CONFIG_VARIABLES = [
     'RETRYQ_WORKFLOW_SEMI_SPACE_MB',
     String(defaultWorkerTuning.workflowThreadSemiSpaceMb),
     "MB of one semi-space of the workflow thread's young generation (0: V8's own sizing); bounds its memory",
+  ],
+  [
+    'RETRYQ_WAKE_UPS_PER_SECOND',
+    String(defaultWorkerTuning.wakeUpsPerSecond),
+    "intents held by a credential's closed gate that one worker wakes per second when it opens (0: by the budget only)",
   ],
   ['RETRYQ_DATA_DIR', '.data', 'embedded dev server: folder of its SQLite file'],
   ['RETRYQ_DEV_IP', '127.0.0.1', 'embedded dev server: address to bind'],
@@ -431,6 +454,7 @@ const workerTuningVariables: Record<keyof WorkerTuning, string> = {
   workflowTaskConcurrency: 'RETRYQ_WORKFLOW_TASK_CONCURRENCY',
   stickyQueueTimeoutMs: 'RETRYQ_STICKY_QUEUE_TIMEOUT_MS',
   workflowThreadSemiSpaceMb: 'RETRYQ_WORKFLOW_SEMI_SPACE_MB',
+  wakeUpsPerSecond: 'RETRYQ_WAKE_UPS_PER_SECOND',
 };
 
 function loadWorkerTuning(raw: (name: string) => string | undefined, problems: Problem[]): WorkerTuning {

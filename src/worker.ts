@@ -153,6 +153,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
   const queues = taskQueues(config.taskQueuePrefix);
   const http = setup.http ?? new Agent({ keepAliveTimeout: 10_000, connections: 64 });
   const loadControl = setup.loadControl ?? true;
+  const roles = { workflows: true, actions: true, inspect: true, ...setup.roles };
   const gates = loadControl
     ? new CredentialGates({
         client: new Client({ connection, namespace }),
@@ -160,6 +161,8 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
         budgets: new Map(config.credentials.map((c) => [c.id, budgetOf(c)])),
         ...(setup.clock ? { clock: setup.clock } : {}),
         metrics: setup.metrics,
+        // Bounds the wake-ups this process's workflow worker is handed; a process without one holds no intents.
+        ...(roles.workflows ? { wakeUpsPerSecond: tuning.wakeUpsPerSecond } : {}),
       })
     : undefined;
   const activities = createActivities({
@@ -168,7 +171,6 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
     clock: setup.clock ?? Date.now,
     gates,
   });
-  const roles = { workflows: true, actions: true, inspect: true, ...setup.roles };
   const workers: Worker[] = [];
   if (roles.workflows) {
     const workflowBundle = setup.workflowBundle ?? (await intentWorkflowBundle());

@@ -153,3 +153,46 @@ describe("when the intent's worker knows the credential's gate is closed", () =>
     }
   });
 });
+
+describe('when the gate opens on many intents this worker held', () => {
+  it("spreads their wake-ups at the worker's wakeUpsPerSecond, each in its own slice after the gate's time, and sends each once", async () => {
+    const t = await h.setup(rateLimitedOnce('first-', 3));
+    const first = t.intent({ idempotencyKey: t.newKey('first') });
+    const held = Array.from({ length: 6 }, () => t.intent());
+    // 4 per second: slices of 250 ms. The test credential's budget (600,000/min) would spread them 0.125 ms apart.
+    const workers = await t.createWorkers(undefined, { wakeUpsPerSecond: 4 });
+    const running = workers.run();
+    try {
+      await t.submit(first);
+      await t.waitForStatus(first.idempotencyKey, (s) => s.phase === 'waiting', 'the first intent waiting');
+      const known = () => (workers.gates?.views().get(CREDENTIAL)?.entityClosedUntil.dispatch ?? 0) > Date.now();
+      for (let i = 0; i < 50 && !known(); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(known()).toBe(true);
+
+      // One after another, so that each takes the next place this worker hands out.
+      const waiting = [];
+      for (const input of held) {
+        await t.submit(input);
+        waiting.push(await t.waitForStatus(input.idempotencyKey, (s) => s.phase === 'waiting', 'held'));
+      }
+      waiting.forEach((s, place) => {
+        expect(s).toMatchObject({ attempts: 0, held: { credential: CREDENTIAL, reason: 'rate_limited' } });
+        // Never before the gate opens, and in this place's own 250 ms slice after it.
+        const after = ms(s.nextAttemptAt) - ms(s.held?.until);
+        expect(after).toBeGreaterThanOrEqual(place * 250);
+        expect(after).toBeLessThanOrEqual((place + 1) * 250);
+      });
+
+      for (const [i, input] of held.entries()) {
+        const outcome = await t.client.result(input.idempotencyKey);
+        expect(outcome).toMatchObject({ phase: 'succeeded', attempts: 1 });
+        const [sent] = dispatchTimes(t, input.idempotencyKey);
+        expect(sent).toBeGreaterThanOrEqual(ms(waiting[i]!.nextAttemptAt));
+        expect(t.sim.sideEffects(input.idempotencyKey)).toBe(1);
+      }
+    } finally {
+      workers.shutdown();
+      await running;
+    }
+  });
+});

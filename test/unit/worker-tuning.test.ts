@@ -49,10 +49,11 @@ describe('workerTuningOf', () => {
       workflowTaskConcurrency: 10,
       stickyQueueTimeoutMs: 5_000,
       workflowThreadSemiSpaceMb: 2,
+      wakeUpsPerSecond: 15,
     });
   });
 
-  it('names the field, the rule and the value found for a bad workflowThreadSemiSpaceMb', () => {
+  it('names the field, the rule and the value found for a bad workflowThreadSemiSpaceMb or wakeUpsPerSecond', () => {
     const problems = (tuning: object) => {
       try {
         workerTuningOf(tuning);
@@ -67,6 +68,9 @@ describe('workerTuningOf', () => {
     ]);
     expect(problems({ workflowThreadSemiSpaceMb: 512 })).toEqual([
       { path: 'worker.workflowThreadSemiSpaceMb', message: 'must be at most 256 (MB)', received: 512 },
+    ]);
+    expect(problems({ wakeUpsPerSecond: 0.5 })).toEqual([
+      { path: 'worker.wakeUpsPerSecond', message: 'must be a whole number of intents per second', received: 0.5 },
     ]);
   });
 });
