@@ -190,7 +190,7 @@ export interface WorkerTuning {
    * whichever comes later: the budget still bounds the whole fleet, and each worker process adds its own rate, so
    * more workers wake a backlog faster. Set it to what one worker process completes per second during a storm
    * (docs/operations.md, "Wake-up storms"). `0`: by the budget only.
-   * @default 15
+   * @default 10
    */
   wakeUpsPerSecond: number;
 }
@@ -201,7 +201,7 @@ export const defaultWorkerTuning: Readonly<WorkerTuning> = Object.freeze({
   workflowTaskConcurrency: 10,
   stickyQueueTimeoutMs: 5_000,
   workflowThreadSemiSpaceMb: 2,
-  wakeUpsPerSecond: 15,
+  wakeUpsPerSecond: 10,
 });
 
 /** The zod rules of {@link WorkerTuning}: each field, and concurrency within the cache. */

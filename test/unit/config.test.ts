@@ -174,7 +174,7 @@ describe('loadConfig worker sizing', () => {
       workflowTaskConcurrency: 10,
       stickyQueueTimeoutMs: 5_000,
       workflowThreadSemiSpaceMb: 2,
-      wakeUpsPerSecond: 15,
+      wakeUpsPerSecond: 10,
     });
   });
 
@@ -221,7 +221,7 @@ describe('loadConfig worker sizing', () => {
       workflowTaskConcurrency: 40,
       stickyQueueTimeoutMs: 5_000,
       workflowThreadSemiSpaceMb: 2,
-      wakeUpsPerSecond: 15,
+      wakeUpsPerSecond: 10,
     });
     expect(loadConfig({ RETRYQ_MAX_CACHED_WORKFLOWS: '0' }).worker.maxCachedWorkflows).toBe(0);
   });

@@ -49,7 +49,7 @@ describe('workerTuningOf', () => {
       workflowTaskConcurrency: 10,
       stickyQueueTimeoutMs: 5_000,
       workflowThreadSemiSpaceMb: 2,
-      wakeUpsPerSecond: 15,
+      wakeUpsPerSecond: 10,
     });
   });
 
