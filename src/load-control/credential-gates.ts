@@ -594,6 +594,18 @@ export class CredentialGates {
   }
 
   /**
+   * Whether this process knows the gate of `kind` for `credential` closed at some time after `sinceMs` (entity clock):
+   * the cheap question a worker asks before an intent's first dispatch, to decide whether the intent runs the gate
+   * check ({@link CredentialGates.heldHint}) at all. `sinceMs` may be earlier than the intent's time (e.g. its start),
+   * so `true` may be answered for a gate that has opened since: the check then answers "ask" and the dispatch goes on.
+   */
+  knownClosedAfter(credential: string, kind: SlotKind, sinceMs: number): boolean {
+    const channel = this.#channel(credential);
+    if (!channel || this.closed) return false;
+    return channel.view.entityClosedUntil[kind] > sinceMs;
+  }
+
+  /**
    * The hold a call of `kind` with `credential` would get at `nowMs` (the caller's workflow time, which is the
    * entity's clock), known without asking anyone: the credential's gate as the entity last told this process it was
    * closed after a rate-limit answer (in a slot answer or a state query). A gate only ever closes for longer, never
