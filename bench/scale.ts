@@ -481,7 +481,13 @@ async function throughput(provider: Provider) {
       queue: 'scale-b-bare',
       credential: credential(1_000_000),
     });
-    const retryq = new RetryqClient({ client: env.client, taskQueuePrefix: 'scale-b', requireServedCredential: false });
+    // `BENCH_GATE_CHECK=0`: intents started without the local gate check (to measure what the check costs here).
+    const retryq = new RetryqClient({
+      client: env.client,
+      taskQueuePrefix: 'scale-b',
+      requireServedCredential: false,
+      localGateCheck: process.env['BENCH_GATE_CHECK'] !== '0',
+    });
     const rounds: Record<string, unknown>[] = [];
     const m = opts.complete;
     for (let r = 0; r < opts.rounds; r++) {

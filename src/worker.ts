@@ -42,6 +42,7 @@ import { budgetOf, defaultWorkerTuning, workerTuningSchema } from './config.js';
 import { ConfigError } from './errors.js';
 import type { CredentialConfig, RetryqConfig, WorkerTuning } from './config.js';
 import { CredentialGates } from './load-control/credential-gates.js';
+import { gateCheckPatchDecision } from './load-control/gate-check-patch.js';
 import type { LoadMetrics } from './load-control/metrics.js';
 import { cachedWorkflowBundle } from './temporal/workflow-bundle.js';
 import { withWorkflowThreadSemiSpace } from './temporal/workflow-thread-memory.js';
@@ -193,6 +194,9 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
           // queue carries no other activities, so the worker does not poll it for any.
           activities: { gateHint: activities.gateHint },
           enableNonLocalActivities: false,
+          // An intent runs the gate check at its first dispatch only when this process knows its gate closed: an
+          // open gate then costs it no local activity, marker or version upsert (src/load-control/gate-check-patch.ts).
+          patchActivationCallback: gateCheckPatchDecision(gates),
         }),
       ),
     );

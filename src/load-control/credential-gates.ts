@@ -404,7 +404,7 @@ class CredentialChannel {
 
   /**
    * The entity handed this process place `rank` behind the closed gate of `kind` at `entityNowMs` (its clock): places
-   * this process hands out itself count on after it. Returns the place to wake by ({@link wakePlace}).
+   * this process hands out itself count on after it. Returns the place to wake by (see `#wakePlace`).
    */
   notePlace(kind: SlotKind, rank: number, entityNowMs: number): WakePlace {
     const places = this.#places(kind, entityNowMs);
@@ -414,7 +414,7 @@ class CredentialChannel {
 
   /**
    * The next place this process hands out itself behind the closed gate of `kind`, at `nowMs` (entity clock), as the
-   * place to wake by ({@link wakePlace}).
+   * place to wake by (see `#wakePlace`).
    */
   takePlace(kind: SlotKind, nowMs: number): WakePlace {
     const places = this.#places(kind, nowMs);
@@ -632,6 +632,18 @@ export class CredentialGates {
     } finally {
       m?.waiting(credential, kind, -1);
     }
+  }
+
+  /**
+   * Whether this process knows the gate of `kind` for `credential` closed at some time after `sinceMs` (entity clock):
+   * the cheap question a worker asks before an intent's first dispatch, to decide whether the intent runs the gate
+   * check ({@link CredentialGates.heldHint}) at all. `sinceMs` may be earlier than the intent's time (e.g. its start),
+   * so `true` may be answered for a gate that has opened since: the check then answers "ask" and the dispatch goes on.
+   */
+  knownClosedAfter(credential: string, kind: SlotKind, sinceMs: number): boolean {
+    const channel = this.#channel(credential);
+    if (!channel || this.closed) return false;
+    return channel.view.entityClosedUntil[kind] > sinceMs;
   }
 
   /**
