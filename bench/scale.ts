@@ -29,7 +29,9 @@
  * `--cache N` (retryq's maxCachedWorkflows), `--task-concurrency N` (its workflow-task concurrency) and
  * `--sticky-timeout MS` (its sticky-queue schedule-to-start timeout), `--semi-space MB` (its workflow thread's
  * young-generation semi-space), `--old-space MB` (its workflow thread's old-generation limit), `--heap-release MB`
- * (the main-thread heap growth after which an idle worker collects garbage), all defaulting to retryq's defaults, `--only a,b,c`, `--sides retryq,bareTimer,bareCallThenTimer` (part a).
+ * (the main-thread heap growth after which an idle worker collects garbage), `--wake-rate N` (its wake-ups per second, `wakeUpsPerSecond`), all defaulting to
+ * retryq's defaults, `--wake-after S` (part c: the common wake time, seconds after the first submit; default: from
+ * the settle rate), `--only a,b,c`, `--sides retryq,bareTimer,bareCallThenTimer` (part a).
  */
 import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -90,6 +92,9 @@ const opts = {
   heapReleaseMb: process.argv.includes('--heap-release')
     ? flag('heap-release', defaultWorkerTuning.heapReleaseAfterBurstMb)
     : undefined,
+  wakeRate: process.argv.includes('--wake-rate') ? flag('wake-rate', defaultWorkerTuning.wakeUpsPerSecond) : undefined,
+  /** Part c: seconds from the first submit to the common wake time (default: estimated from the settle rate). */
+  wakeAfterS: process.argv.includes('--wake-after') ? flag('wake-after', 0) : undefined,
 };
 const sidesAt = process.argv.indexOf('--sides');
 const allSides = ['bareTimer', 'retryq', 'bareCallThenTimer'] as const;
@@ -102,7 +107,8 @@ const tuning =
   opts.stickyTimeoutMs !== undefined ||
   opts.semiSpaceMb !== undefined ||
   opts.oldSpaceMb !== undefined ||
-  opts.heapReleaseMb !== undefined
+  opts.heapReleaseMb !== undefined ||
+  opts.wakeRate !== undefined
     ? {
         ...(opts.cache !== undefined ? { maxCachedWorkflows: opts.cache } : {}),
         ...(opts.taskConcurrency !== undefined ? { workflowTaskConcurrency: opts.taskConcurrency } : {}),
@@ -110,6 +116,7 @@ const tuning =
         ...(opts.semiSpaceMb !== undefined ? { workflowThreadSemiSpaceMb: opts.semiSpaceMb } : {}),
         ...(opts.oldSpaceMb !== undefined ? { workflowThreadOldSpaceMb: opts.oldSpaceMb } : {}),
         ...(opts.heapReleaseMb !== undefined ? { heapReleaseAfterBurstMb: opts.heapReleaseMb } : {}),
+        ...(opts.wakeRate !== undefined ? { wakeUpsPerSecond: opts.wakeRate } : {}),
       }
     : undefined;
 const log = (msg: string) => process.stderr.write(`[bench:scale ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
@@ -485,7 +492,13 @@ async function throughput(provider: Provider) {
       queue: 'scale-b-bare',
       credential: credential(1_000_000),
     });
-    const retryq = new RetryqClient({ client: env.client, taskQueuePrefix: 'scale-b', requireServedCredential: false });
+    // `BENCH_GATE_CHECK=0`: intents started without the local gate check (to measure what the check costs here).
+    const retryq = new RetryqClient({
+      client: env.client,
+      taskQueuePrefix: 'scale-b',
+      requireServedCredential: false,
+      localGateCheck: process.env['BENCH_GATE_CHECK'] !== '0',
+    });
     const rounds: Record<string, unknown>[] = [];
     const m = opts.complete;
     for (let r = 0; r < opts.rounds; r++) {
@@ -568,7 +581,9 @@ async function wakeStorm(provider: Provider, k: number, settleRatePerS: number |
     const worker = await startWorker(env, { mode: 'retryq', queue: 'scale-c', credential: cred, tuning });
     const retryq = new RetryqClient({ client: env.client, taskQueuePrefix: 'scale-c', requireServedCredential: false });
     const estimateS = k / (settleRatePerS ?? 4);
-    provider.wakeAtMs = Date.now() + Math.ceil(estimateS * 1.5 * 1000) + 20_000;
+    provider.wakeAtMs =
+      Date.now() +
+      (opts.wakeAfterS !== undefined ? opts.wakeAfterS * 1000 : Math.ceil(estimateS * 1.5 * 1000) + 20_000);
     const before = await worker.metrics();
     const done0 = completed(before);
     log(`c: ${k} intents to sleep until ${new Date(provider.wakeAtMs).toISOString()}`);
@@ -614,6 +629,7 @@ async function wakeStorm(provider: Provider, k: number, settleRatePerS: number |
       allDispatchedS: round2(((dispatches.at(-1) ?? wakeAt) - wakeAt) / 1000),
       allCompletedS: round2(allCompletedS),
       dispatched: dispatches.length,
+      dispatchedPerS: round2(dispatches.length / Math.max(0.001, ((dispatches.at(-1) ?? wakeAt) - wakeAt) / 1000)),
       maxDispatchesIn60s: maxIn(60_000),
       maxDispatchesIn1s: maxIn(1000),
       withinBudget: maxIn(60_000) <= opts.wakeBudget,
@@ -716,7 +732,11 @@ async function wakeHistories(client: Client, k: number) {
     workflowTaskTimeoutsByType: timeouts,
     workflowTaskFailures: failures,
     wakeWorkflowTasks: scheduleToStart.length,
-    workflowTaskScheduleToStartMs: { p50: percentile(scheduleToStart, 50), p99: percentile(scheduleToStart, 99) },
+    workflowTaskScheduleToStartMs: {
+      p50: percentile(scheduleToStart, 50),
+      p90: percentile(scheduleToStart, 90),
+      p99: percentile(scheduleToStart, 99),
+    },
     workflowTaskStartToCompleteMs: { p50: percentile(startToComplete, 50), p99: percentile(startToComplete, 99) },
   };
 }

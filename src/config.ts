@@ -193,13 +193,25 @@ export interface WorkerTuning {
    */
   workflowThreadOldSpaceMb: number;
   /**
-   * After a burst of workflow tasks, once the worker is idle for two seconds, a full garbage collection on the
-   * worker process's main thread gives back what the burst grew there, if its heap grew by at least this many MB
-   * (at most once every 30 s). V8 does not shrink that heap by itself while the worker idles (docs/operations.md,
+   * After a burst of workflow tasks, once the intent worker has had no workflow task in flight for two seconds, a
+   * full garbage collection on the worker process's main thread gives back what the burst grew there, if its heap
+   * holds at least this many MB beyond what was live after its last collection (at most one every 10 s). V8 does not shrink that heap by itself while the worker idles (docs/operations.md,
    * worker sizing). `0` turns it off.
    * @default 16
    */
   heapReleaseAfterBurstMb: number;
+  /**
+   * The most intents held behind a credential's closed gate (after a rate-limit answer) that this worker wakes per
+   * second once the gate opens. The intents this worker held wake on its sticky queue, each needing two workflow
+   * tasks; released faster than the worker runs them, they pile up there and time out after
+   * `stickyQueueTimeoutMs` (another replay each). Each held intent's wake-up is spread by its place among this
+   * worker's held intents at this rate, and by its place among all of them at the credential's dispatch budget,
+   * whichever comes later: the budget still bounds the whole fleet, and each worker process adds its own rate, so
+   * more workers wake a backlog faster. Set it to what one worker process completes per second during a storm
+   * (docs/operations.md, "Wake-up storms"). `0`: by the budget only.
+   * @default 10
+   */
+  wakeUpsPerSecond: number;
 }
 
 /** The defaults of {@link WorkerTuning}. */
@@ -210,6 +222,7 @@ export const defaultWorkerTuning: Readonly<WorkerTuning> = Object.freeze({
   workflowThreadSemiSpaceMb: 2,
   workflowThreadOldSpaceMb: 512,
   heapReleaseAfterBurstMb: 16,
+  wakeUpsPerSecond: 10,
 });
 
 /**
@@ -258,6 +271,11 @@ export const workerTuningSchema = z
       .int('must be a whole number of MB')
       .min(0, 'must be 0 (off) or more')
       .max(4_096, 'must be at most 4096 (MB)'),
+    wakeUpsPerSecond: z
+      .number()
+      .int('must be a whole number of intents per second')
+      .min(0, "must be 0 (the credential's budget alone spreads wake-ups) or more")
+      .max(100_000, 'must be at most 100000'),
   })
   .superRefine((t, ctx) => {
     if (t.maxCachedWorkflows >= 2 && t.workflowTaskConcurrency > t.maxCachedWorkflows)
@@ -345,6 +363,9 @@ export const CONFIG_VARIABLES = [
     'RETRYQ_HEAP_RELEASE_AFTER_BURST_MB',
     String(defaultWorkerTuning.heapReleaseAfterBurstMb),
     'main-thread heap growth (MB) after which an idle worker runs one full garbage collection to give it back (0: off)',
+    'RETRYQ_WAKE_UPS_PER_SECOND',
+    String(defaultWorkerTuning.wakeUpsPerSecond),
+    "intents held by a credential's closed gate that one worker wakes per second when it opens (0: by the budget only)",
   ],
   ['RETRYQ_DATA_DIR', '.data', 'embedded dev server: folder of its SQLite file'],
   ['RETRYQ_DEV_IP', '127.0.0.1', 'embedded dev server: address to bind'],
@@ -487,6 +508,7 @@ const workerTuningVariables: Record<keyof WorkerTuning, string> = {
   workflowThreadSemiSpaceMb: 'RETRYQ_WORKFLOW_SEMI_SPACE_MB',
   workflowThreadOldSpaceMb: 'RETRYQ_WORKFLOW_OLD_SPACE_MB',
   heapReleaseAfterBurstMb: 'RETRYQ_HEAP_RELEASE_AFTER_BURST_MB',
+  wakeUpsPerSecond: 'RETRYQ_WAKE_UPS_PER_SECOND',
 };
 
 function loadWorkerTuning(raw: (name: string) => string | undefined, problems: Problem[]): WorkerTuning {

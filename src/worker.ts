@@ -42,6 +42,7 @@ import { budgetOf, withTuningDefaults, workerTuningSchema } from './config.js';
 import { ConfigError } from './errors.js';
 import type { CredentialConfig, RetryqConfig, WorkerTuning } from './config.js';
 import { CredentialGates } from './load-control/credential-gates.js';
+import { gateCheckPatchDecision } from './load-control/gate-check-patch.js';
 import type { LoadMetrics } from './load-control/metrics.js';
 import { cachedWorkflowBundle } from './temporal/workflow-bundle.js';
 import { releaseHeapAfterBursts } from './temporal/heap-release.js';
@@ -154,6 +155,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
   const queues = taskQueues(config.taskQueuePrefix);
   const http = setup.http ?? new Agent({ keepAliveTimeout: 10_000, connections: 64 });
   const loadControl = setup.loadControl ?? true;
+  const roles = { workflows: true, actions: true, inspect: true, ...setup.roles };
   const gates = loadControl
     ? new CredentialGates({
         client: new Client({ connection, namespace }),
@@ -161,6 +163,8 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
         budgets: new Map(config.credentials.map((c) => [c.id, budgetOf(c)])),
         ...(setup.clock ? { clock: setup.clock } : {}),
         metrics: setup.metrics,
+        // Bounds the wake-ups this process's workflow worker is handed; a process without one holds no intents.
+        ...(roles.workflows ? { wakeUpsPerSecond: tuning.wakeUpsPerSecond } : {}),
       })
     : undefined;
   const activities = createActivities({
@@ -169,7 +173,6 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
     clock: setup.clock ?? Date.now,
     gates,
   });
-  const roles = { workflows: true, actions: true, inspect: true, ...setup.roles };
   const workers: Worker[] = [];
   if (roles.workflows) {
     const workflowBundle = setup.workflowBundle ?? (await intentWorkflowBundle());
@@ -194,6 +197,9 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
             // queue carries no other activities, so the worker does not poll it for any.
             activities: { gateHint: activities.gateHint },
             enableNonLocalActivities: false,
+            // An intent runs the gate check at its first dispatch only when this process knows its gate closed: an
+            // open gate then costs it no local activity, marker or version upsert (src/load-control/gate-check-patch.ts).
+            patchActivationCallback: gateCheckPatchDecision(gates),
           }),
       ),
     );

@@ -24,8 +24,8 @@ import type { Client } from '@temporalio/client';
 import { WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/common';
 import type { UpdateDefinition } from '@temporalio/common';
 import type { CredentialHold } from '../failures.js';
-import { slotIntervalMs } from '../policy/index.js';
-import type { BudgetSplit } from '../policy/index.js';
+import { boundedWakePlace, slotIntervalMs } from '../policy/index.js';
+import type { BudgetSplit, WakePlace } from '../policy/index.js';
 import { taskQueues } from '../task-queues.js';
 import {
   acquireSlotsUpdate,
@@ -76,6 +76,13 @@ export interface CredentialGatesOptions {
   metrics?: LoadMetrics | undefined;
   /** @default {@link DEFAULT_ENTITY_CALL_TIMEOUT_MS} */
   entityCallTimeoutMs?: number;
+  /**
+   * The most intents held behind one closure of a credential's gate that this process releases per second (their
+   * next workflow task runs on this process's sticky queue): each one's wake-up is spread by its place among this
+   * process's held intents at this rate as well as by its place among all of them at the credential's budget,
+   * whichever comes later. `0` or unset: by the budget only. See {@link WorkerTuning.wakeUpsPerSecond}.
+   */
+  wakeUpsPerSecond?: number | undefined;
 }
 
 /**
@@ -105,6 +112,16 @@ interface Answered {
   slot?: Slot | undefined;
 }
 
+/** Places behind one closure of a gate (entity clock). */
+interface Places {
+  /** The closure they count for. */
+  closedUntil: number;
+  /** The next place among every held call of the credential, counted on from the last one the entity gave. */
+  next: number;
+  /** The next place among the calls this process held: it bounds the wake-ups landing on this process. */
+  local: number;
+}
+
 /** The in-process view of one credential's entity, on this process's clock. */
 interface View {
   closedUntil: Record<SlotKind, number>;
@@ -132,7 +149,7 @@ interface View {
    * Places this process hands out itself ({@link CredentialGates.heldHint}) for the gate's current closure (entity
    * clock): counted on from the highest place the entity gave this process, afresh once that closure has passed.
    */
-  places: Record<SlotKind, { closedUntil: number; next: number }>;
+  places: Record<SlotKind, Places>;
   /** Dispatch slots leased and not yet handed out (some may have expired since). */
   leased: number;
 }
@@ -147,7 +164,7 @@ class CredentialChannel {
     offsetMs: undefined,
     minOffsetMs: Number.POSITIVE_INFINITY,
     entityClosedUntil: { dispatch: 0, inspect: 0 },
-    places: { dispatch: { closedUntil: 0, next: 0 }, inspect: { closedUntil: 0, next: 0 } },
+    places: { dispatch: { closedUntil: 0, next: 0, local: 0 }, inspect: { closedUntil: 0, next: 0, local: 0 } },
     leased: 0,
   };
   readonly #wants: Want[] = [];
@@ -387,21 +404,45 @@ class CredentialChannel {
 
   /**
    * The entity handed this process place `rank` behind the closed gate of `kind` at `entityNowMs` (its clock): places
-   * this process hands out itself count on after it.
+   * this process hands out itself count on after it. Returns the place to wake by (see `#wakePlace`).
    */
-  notePlace(kind: SlotKind, rank: number, entityNowMs: number): void {
+  notePlace(kind: SlotKind, rank: number, entityNowMs: number): WakePlace {
     const places = this.#places(kind, entityNowMs);
     places.next = Math.max(places.next, rank + 1);
+    return this.#wakePlace(kind, rank, places.local++);
   }
 
-  /** The next place this process hands out itself behind the closed gate of `kind`, at `nowMs` (entity clock). */
-  takePlace(kind: SlotKind, nowMs: number): number {
-    return this.#places(kind, nowMs).next++;
+  /**
+   * The next place this process hands out itself behind the closed gate of `kind`, at `nowMs` (entity clock), as the
+   * place to wake by (see `#wakePlace`).
+   */
+  takePlace(kind: SlotKind, nowMs: number): WakePlace {
+    const places = this.#places(kind, nowMs);
+    return this.#wakePlace(kind, places.next++, places.local++);
   }
 
-  #places(kind: SlotKind, nowMs: number): { closedUntil: number; next: number } {
+  /**
+   * A held call's place for spreading its wake-up: among every held call of the credential at its budget, or among
+   * the calls this process held at the process's wake-up rate, whichever slice comes later.
+   */
+  #wakePlace(kind: SlotKind, rank: number, localRank: number): WakePlace {
+    const perMinute = kind === 'dispatch' ? this.budget.dispatchPerMinute : this.budget.inspectPerMinute;
+    const perSecond = this.gates.wakeUpsPerSecond;
+    return boundedWakePlace({
+      rank,
+      perMinute,
+      localRank,
+      localPerMinute: perSecond !== undefined && perSecond > 0 ? perSecond * 60 : undefined,
+    });
+  }
+
+  #places(kind: SlotKind, nowMs: number): Places {
     const places = this.view.places[kind];
-    if (places.closedUntil <= nowMs) places.next = 0; // the closure it counted for has passed
+    if (places.closedUntil <= nowMs) {
+      // The closure it counted for has passed.
+      places.next = 0;
+      places.local = 0;
+    }
     places.closedUntil = Math.max(places.closedUntil, this.view.entityClosedUntil[kind]);
     return places;
   }
@@ -481,6 +522,7 @@ export class CredentialGates {
   readonly horizonMs: number;
   readonly metrics: LoadMetrics | undefined;
   readonly entityCallTimeoutMs: number;
+  readonly wakeUpsPerSecond: number | undefined;
   readonly #channels = new Map<string, CredentialChannel>();
   readonly #closing = new AbortController();
 
@@ -491,6 +533,7 @@ export class CredentialGates {
     this.horizonMs = options.horizonMs ?? DEFAULT_HORIZON_MS;
     this.metrics = options.metrics;
     this.entityCallTimeoutMs = options.entityCallTimeoutMs ?? DEFAULT_ENTITY_CALL_TIMEOUT_MS;
+    this.wakeUpsPerSecond = options.wakeUpsPerSecond;
     for (const [id, budget] of options.budgets) {
       this.#channels.set(id, new CredentialChannel(id, budget, this));
       this.metrics?.budget(id, budget);
@@ -557,18 +600,16 @@ export class CredentialGates {
         }
         if (answer.kind === 'held') {
           m?.held(credential, kind, answer.reason);
-          if (answer.reason === 'rate_limited' && entityNowMs !== undefined)
-            channel.notePlace(kind, answer.rank, entityNowMs);
+          const place =
+            answer.reason === 'rate_limited' && entityNowMs !== undefined
+              ? channel.notePlace(kind, answer.rank, entityNowMs)
+              : {
+                  rank: answer.rank,
+                  perMinute: kind === 'dispatch' ? channel.budget.dispatchPerMinute : channel.budget.inspectPerMinute,
+                };
           return {
             kind: 'held',
-            hold: {
-              kind: answer.reason,
-              credential,
-              holdMs: answer.holdMs,
-              rank: answer.rank,
-              perMinute: kind === 'dispatch' ? channel.budget.dispatchPerMinute : channel.budget.inspectPerMinute,
-              why: answer.why,
-            },
+            hold: { kind: answer.reason, credential, holdMs: answer.holdMs, ...place, why: answer.why },
           };
         }
         const waitMs = slot ? slot.atMs - this.clock() : answer.waitMs;
@@ -594,6 +635,18 @@ export class CredentialGates {
   }
 
   /**
+   * Whether this process knows the gate of `kind` for `credential` closed at some time after `sinceMs` (entity clock):
+   * the cheap question a worker asks before an intent's first dispatch, to decide whether the intent runs the gate
+   * check ({@link CredentialGates.heldHint}) at all. `sinceMs` may be earlier than the intent's time (e.g. its start),
+   * so `true` may be answered for a gate that has opened since: the check then answers "ask" and the dispatch goes on.
+   */
+  knownClosedAfter(credential: string, kind: SlotKind, sinceMs: number): boolean {
+    const channel = this.#channel(credential);
+    if (!channel || this.closed) return false;
+    return channel.view.entityClosedUntil[kind] > sinceMs;
+  }
+
+  /**
    * The hold a call of `kind` with `credential` would get at `nowMs` (the caller's workflow time, which is the
    * entity's clock), known without asking anyone: the credential's gate as the entity last told this process it was
    * closed after a rate-limit answer (in a slot answer or a state query). A gate only ever closes for longer, never
@@ -602,7 +655,8 @@ export class CredentialGates {
    * load control as usual. A block is not answered here: another process may have resumed the credential since this
    * one last heard. The place is counted by this process on from the last place the entity gave it, so two processes
    * may hand out the same place (their intents' wake-ups are then spread over a multiple of the budget; the entity
-   * still paces every send).
+   * still paces every send). With {@link CredentialGatesOptions.wakeUpsPerSecond}, the wake-ups of the intents this
+   * process holds are spread at most at that rate too (their next workflow tasks land on its sticky queue).
    */
   heldHint(credential: string, kind: SlotKind, nowMs: number): CredentialHold | undefined {
     const channel = this.#channel(credential);
@@ -614,8 +668,7 @@ export class CredentialGates {
       kind: 'rate_limited',
       credential,
       holdMs,
-      rank: channel.takePlace(kind, nowMs),
-      perMinute: kind === 'dispatch' ? channel.budget.dispatchPerMinute : channel.budget.inspectPerMinute,
+      ...channel.takePlace(kind, nowMs),
       why: channel.view.reason[kind],
     };
   }

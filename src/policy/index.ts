@@ -47,9 +47,10 @@ export type { ClassifyOptions, Decision, InspectionDecision } from './classify.j
 export { classify, classifyInspection } from './classify.js';
 export type { BackoffPolicy, NextAttemptInput, RetryPolicy, Schedule } from './schedule.js';
 export { backoffDelayMs, nextAttempt } from './schedule.js';
-export type { BudgetSplit, PacerState, SlotGrant, SpreadInput } from './load.js';
+export type { BudgetSplit, PacerState, SlotGrant, SpreadInput, WakePlace } from './load.js';
 export {
   PACING_MARGIN,
+  boundedWakePlace,
   budgetProblem,
   grantSlot,
   initialPacer,

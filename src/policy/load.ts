@@ -168,3 +168,31 @@ export function spreadWakeUp(input: SpreadInput): number {
   // Multiply before dividing: (rank · 60 000) / perMinute is exact where rank · (60 000 / perMinute) may fall short.
   return Math.ceil(floorMs) + Math.floor(((rank + u) * 60_000) / perMinute);
 }
+
+/** A held waiter's place as {@link spreadWakeUp} takes it: a rank and the rate its slices are counted at. */
+export interface WakePlace {
+  rank: number;
+  perMinute: number;
+}
+
+/**
+ * The place a held waiter wakes by when its wake-ups are bounded twice: by the credential's budget (`rank` among
+ * every waiter of the closure, at `perMinute`), and by what the process that will run its next workflow task can
+ * take (`localRank` among the waiters that process holds, at `localPerMinute`; `undefined` or not above 0: no such
+ * bound). Whichever slice starts later wins, so the waiter is never released sooner than either bound allows: the
+ * budget keeps its first-minute guarantee across every process, and no process is handed wake-ups faster than it
+ * was told it can run them.
+ */
+export function boundedWakePlace(input: {
+  rank: number;
+  perMinute: number;
+  localRank: number;
+  localPerMinute: number | undefined;
+}): WakePlace {
+  const { rank, perMinute, localRank, localPerMinute } = input;
+  if (localPerMinute === undefined || !(localPerMinute > 0)) return { rank, perMinute };
+  // Compare slice starts in one unit (rank · 60 000 / rate), multiplied out to stay exact.
+  return localRank * perMinute > rank * localPerMinute
+    ? { rank: localRank, perMinute: localPerMinute }
+    : { rank, perMinute };
+}

@@ -97,24 +97,9 @@ const BLOCKED_RECHECK_MS = 5 * 60_000;
  */
 export const HEARTBEAT_TIMEOUT_MS = 5_000;
 
-/**
- * Behaviour added after a release, each guarded by `patched(id)` so that runs started by an older worker replay
- * the commands their history holds (docs/operations.md, "Upgrading the intent workflow"). A patch is retired with
- * `deprecatePatch(id)` once no run that began before it can still be replayed, then removed.
- */
-export const IntentPatch = {
-  /** 0.2.0: a call that was never sent (connection refused, DNS failure) uses no attempt; backed off to the deadline. */
-  neverSentIsNoAttempt: 'retryq-0.2-never-sent-is-no-attempt',
-  /** 0.2.0: a cancel signal during a dispatch cancels the activity, which aborts its HTTP request. */
-  cancelAbortsDispatch: 'retryq-0.2-cancel-aborts-dispatch',
-  /**
-   * 0.3.0: before each dispatch, the gate check ({@link IntentWorkflowOptions.localGateCheck}). Guarded by a patch as
-   * well as the start option: a current client may start an intent that an older worker runs first (it ignores the
-   * option and schedules the dispatch at once); a current worker that takes the run over must replay that part
-   * without the check.
-   */
-  localGateCheck: 'retryq-0.3-local-gate-check',
-} as const;
+import { IntentPatch } from './patches.js';
+
+export { IntentPatch };
 
 /**
  * The version of {@link CarriedState}. 1 (absent): 0.1.0. 2: adds `neverSentInARow`, `seenDeliveries` and
@@ -183,9 +168,10 @@ export interface IntentWorkflowOptions {
    */
   stallAfterMs?: number;
   /**
-   * Before each dispatch, ask the worker process (a local activity, in the same workflow task) whether it knows the
+   * Before a dispatch, ask the worker process (a local activity, in the same workflow task) whether it knows the
    * credential's gate closed after a rate-limit answer; if so, wait for it durably right away instead of scheduling a
-   * dispatch that load control would only hold. Every intent the client starts sets it; runs without it (histories
+   * dispatch that load control would only hold. Before a run's first dispatch only when the worker's process knows
+   * the gate closed ({@link IntentPatch.localGateCheck}); before every later one (after a wait) always. Every intent the client starts sets it; runs without it (histories
    * recorded before it existed) keep the earlier command sequence and replay.
    * @default false
    */
@@ -247,6 +233,8 @@ class IntentRun {
   readonly changesOnly: boolean;
   readonly stallAfterMs: number | undefined;
   readonly localGateCheck: boolean;
+  /** What {@link IntentPatch.localGateCheck} answered at this run's first dispatch (undefined: none yet). */
+  gateCheckedAtFirstDispatch: boolean | undefined;
   /** The last dispatch was cancelled before any worker started it: nothing was sent. */
   dispatchUnsent = false;
 
@@ -576,7 +564,7 @@ class IntentRun {
         Phase.failed,
         `attempt budget of ${this.spec.policy.maxAttempts} used up; last: ${this.lastEvidenceText()}`,
       );
-    if (this.localGateCheck && patched(IntentPatch.localGateCheck)) {
+    if (this.localGateCheck && this.gateCheckNow()) {
       // The gate is known closed: wait for it now, in this workflow task. Nothing is sent, so it is no attempt.
       const hold = await this.knownHold();
       if (hold) return this.held(hold, 'dispatch');
@@ -655,6 +643,20 @@ class IntentRun {
     s.result = { status: result.status, body: result.body, ...(result.truncated ? { truncated: true } : {}) };
     s.reservation = undefined;
     return this.finish(Phase.succeeded, `provider answered HTTP ${result.status}`);
+  }
+
+  /**
+   * Whether this dispatch runs the gate check. At the run's first dispatch: {@link IntentPatch.localGateCheck}, which
+   * the worker activates only when its process knows the gate closed (an open gate costs the intent nothing). At
+   * every later one: the first answer again, or else {@link IntentPatch.gateCheckAfterWait}. Each patch is asked for
+   * at one place only, so a marker in the history always sits where its replay asks for it.
+   */
+  gateCheckNow(): boolean {
+    if (this.gateCheckedAtFirstDispatch === undefined) {
+      this.gateCheckedAtFirstDispatch = patched(IntentPatch.localGateCheck);
+      return this.gateCheckedAtFirstDispatch;
+    }
+    return this.gateCheckedAtFirstDispatch || patched(IntentPatch.gateCheckAfterWait);
   }
 
   /**

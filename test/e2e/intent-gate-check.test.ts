@@ -29,9 +29,9 @@ async function eventTypes(t: IntentTest, key: string): Promise<string[]> {
 const count = (types: string[], type: string) => types.filter((e) => e === type).length;
 
 /**
- * A fresh intent's history up to its first command after the gate check: the start, its first workflow task, the
- * check's patch (a marker and the `TemporalChangeVersion` upsert, once per run), the check's answer (a marker) and
- * the upsert of the transition that follows.
+ * The history of a fresh intent whose worker knows its gate closed, up to its first command after the gate check: the
+ * start, its first workflow task, the check's patch (a marker and the `TemporalChangeVersion` upsert, once per run),
+ * the check's answer (a marker) and the upsert of the transition that follows.
  */
 const FIRST_TASK_WITH_GATE_CHECK = [
   'WORKFLOW_EXECUTION_STARTED',
@@ -45,7 +45,7 @@ const FIRST_TASK_WITH_GATE_CHECK = [
 ];
 
 describe('the history of an intent', () => {
-  it('holds 16 events when the first attempt succeeds: 2 workflow tasks, the gate check and its patch, 2 upserts of its own', async () => {
+  it('holds 13 events when the first attempt succeeds: 2 workflow tasks, 2 upserts of its own, no gate check', async () => {
     const t = await h.setup({});
     const input = t.intent();
     const outcome = await t.run(async () => {
@@ -53,11 +53,15 @@ describe('the history of an intent', () => {
       return t.client.result(input.idempotencyKey);
     });
     expect(outcome.phase).toBe('succeeded');
-    // The start carries the `scheduled` attributes. The gate check's patch is a marker and an upsert of Temporal's
-    // `TemporalChangeVersion` (once per run), its answer a marker (the gate is open); the run upserts `dispatching`
-    // (attempt 1) and `succeeded`.
+    // The start carries the `scheduled` attributes; the run upserts `dispatching` (attempt 1) and `succeeded`. The
+    // worker knew no closed gate, so the first dispatch went without the gate check: no patch marker, no version
+    // upsert, no local activity (src/load-control/gate-check-patch.ts).
     expect(await eventTypes(t, input.idempotencyKey)).toEqual([
-      ...FIRST_TASK_WITH_GATE_CHECK,
+      'WORKFLOW_EXECUTION_STARTED',
+      'WORKFLOW_TASK_SCHEDULED',
+      'WORKFLOW_TASK_STARTED',
+      'WORKFLOW_TASK_COMPLETED',
+      'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
       'ACTIVITY_TASK_SCHEDULED',
       'ACTIVITY_TASK_STARTED',
       'ACTIVITY_TASK_COMPLETED',
@@ -80,10 +84,10 @@ describe('the history of an intent', () => {
     const types = await eventTypes(t, input.idempotencyKey);
     expect(count(types, 'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES')).toBe(5); // 4 transitions and the patch's version
     expect(count(types, 'WORKFLOW_TASK_COMPLETED')).toBe(4);
-    // One gate check before each dispatch (at the second, the gate its own 429 closed has opened: it waited for it),
-    // and the check's patch marker once.
-    expect(count(types, 'MARKER_RECORDED')).toBe(3);
-    expect(types).toHaveLength(30);
+    // No gate check before the first dispatch (the gate was open), one before the second (after the wait: the gate
+    // its own 429 closed has opened, it waited for it), and that check's patch marker once.
+    expect(count(types, 'MARKER_RECORDED')).toBe(2);
+    expect(types).toHaveLength(29);
     // What the UI lists by: the final attributes say succeeded after 2 attempts, and the last error seen.
     const desc = await t.env.client.workflow.getHandle(workflowIdOf(input.idempotencyKey)).describe();
     expect(desc.searchAttributes['RetryPhase']).toEqual(['succeeded']);
@@ -143,10 +147,54 @@ describe("when the intent's worker knows the credential's gate is closed", () =>
       const outcome = await t.client.result(input.idempotencyKey);
       expect(outcome).toMatchObject({ phase: 'succeeded', attempts: 2 });
       const types = await eventTypes(t, input.idempotencyKey);
-      // Each dispatch was preceded by a gate check (plus its patch marker once), each in a task replayed from history.
-      expect(count(types, 'MARKER_RECORDED')).toBe(3);
+      // The dispatch after the wait was preceded by a gate check (plus its patch marker), in a task replayed from
+      // history; the first went without (the gate was open).
+      expect(count(types, 'MARKER_RECORDED')).toBe(2);
       expect(count(types, 'WORKFLOW_TASK_TIMED_OUT')).toBe(0);
       expect(count(types, 'WORKFLOW_TASK_FAILED')).toBe(0);
+    } finally {
+      workers.shutdown();
+      await running;
+    }
+  });
+});
+
+describe('when the gate opens on many intents this worker held', () => {
+  it("spreads their wake-ups at the worker's wakeUpsPerSecond, each in its own slice after the gate's time, and sends each once", async () => {
+    const t = await h.setup(rateLimitedOnce('first-', 3));
+    const first = t.intent({ idempotencyKey: t.newKey('first') });
+    const held = Array.from({ length: 6 }, () => t.intent());
+    // 4 per second: slices of 250 ms. The test credential's budget (600,000/min) would spread them 0.125 ms apart.
+    const workers = await t.createWorkers(undefined, { wakeUpsPerSecond: 4 });
+    const running = workers.run();
+    try {
+      await t.submit(first);
+      await t.waitForStatus(first.idempotencyKey, (s) => s.phase === 'waiting', 'the first intent waiting');
+      const known = () => (workers.gates?.views().get(CREDENTIAL)?.entityClosedUntil.dispatch ?? 0) > Date.now();
+      for (let i = 0; i < 50 && !known(); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(known()).toBe(true);
+
+      // One after another, so that each takes the next place this worker hands out.
+      const waiting = [];
+      for (const input of held) {
+        await t.submit(input);
+        waiting.push(await t.waitForStatus(input.idempotencyKey, (s) => s.phase === 'waiting', 'held'));
+      }
+      waiting.forEach((s, place) => {
+        expect(s).toMatchObject({ attempts: 0, held: { credential: CREDENTIAL, reason: 'rate_limited' } });
+        // Never before the gate opens, and in this place's own 250 ms slice after it.
+        const after = ms(s.nextAttemptAt) - ms(s.held?.until);
+        expect(after).toBeGreaterThanOrEqual(place * 250);
+        expect(after).toBeLessThanOrEqual((place + 1) * 250);
+      });
+
+      for (const [i, input] of held.entries()) {
+        const outcome = await t.client.result(input.idempotencyKey);
+        expect(outcome).toMatchObject({ phase: 'succeeded', attempts: 1 });
+        const [sent] = dispatchTimes(t, input.idempotencyKey);
+        expect(sent).toBeGreaterThanOrEqual(ms(waiting[i]!.nextAttemptAt));
+        expect(t.sim.sideEffects(input.idempotencyKey)).toBe(1);
+      }
     } finally {
       workers.shutdown();
       await running;

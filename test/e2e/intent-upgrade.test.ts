@@ -72,9 +72,10 @@ describe('when a worker with the current workflow takes over intents started und
           .join(' '),
       );
     expect(patches.filter((text) => text.includes(IntentPatch.neverSentIsNoAttempt))).toHaveLength(1);
-    // The part 0.1.0 ran replays without the gate check (its dispatch had none); the current worker's first dispatch
-    // of its own activates it.
-    expect(patches.filter((text) => text.includes(IntentPatch.localGateCheck))).toHaveLength(1);
+    // The part 0.1.0 ran replays without the gate check (its first dispatch had none, so the run's first-dispatch
+    // patch stays off); the current worker's first dispatch of its own, after a wait, turns the later-dispatch one on.
+    expect(patches.filter((text) => text.includes(IntentPatch.localGateCheck))).toHaveLength(0);
+    expect(patches.filter((text) => text.includes(IntentPatch.gateCheckAfterWait))).toHaveLength(1);
   });
 
   it('completes an intent from state that 0.1.0 carried across continue-as-new (no version field)', async () => {

@@ -205,6 +205,17 @@ historyScenarios.push({
   scenario: firstWrite([{ status: 429, retryAfter: 120 }]),
 });
 
+/**
+ * Since 0.4.0 the worker turns the first dispatch's gate check on only when its process knows the gate closed (not
+ * here: nothing closed it yet), and the dispatch after the wait runs it behind its own patch.
+ */
+historyScenarios.push({
+  name: 'rate-limited-then-succeeded-v0.4.0',
+  description:
+    '429 with Retry-After 120 s, a durable wait, then 201 (no gate check while the gate is open; one after the wait, 0.4.0)',
+  scenario: firstWrite([{ status: 429, retryAfter: 120 }]),
+});
+
 async function runScenario(env: TestWorkflowEnvironment, sc: HistoryScenario, sim: ProviderSim): Promise<string> {
   const prefix = `replay-${sc.name}`;
   const key = `replay-${sc.name}`;

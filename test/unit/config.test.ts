@@ -176,6 +176,7 @@ describe('loadConfig worker sizing', () => {
       workflowThreadSemiSpaceMb: 2,
       workflowThreadOldSpaceMb: 512,
       heapReleaseAfterBurstMb: 16,
+      wakeUpsPerSecond: 10,
     });
   });
 
@@ -235,6 +236,21 @@ describe('loadConfig worker sizing', () => {
     ]);
   });
 
+  it("reads RETRYQ_WAKE_UPS_PER_SECOND (0: the credential's budget alone) and names the rule for a bad value", () => {
+    expect(loadConfig({ RETRYQ_WAKE_UPS_PER_SECOND: '40' }).worker.wakeUpsPerSecond).toBe(40);
+    expect(loadConfig({ RETRYQ_WAKE_UPS_PER_SECOND: '0' }).worker.wakeUpsPerSecond).toBe(0);
+    expect(problemsOf({ RETRYQ_WAKE_UPS_PER_SECOND: '-5' })).toEqual([
+      {
+        path: 'RETRYQ_WAKE_UPS_PER_SECOND',
+        received: '-5',
+        message: "must be 0 (the credential's budget alone spreads wake-ups) or more",
+      },
+    ]);
+    expect(problemsOf({ RETRYQ_WAKE_UPS_PER_SECOND: '2.5' })).toEqual([
+      { path: 'RETRYQ_WAKE_UPS_PER_SECOND', received: '2.5', message: 'must be a whole number' },
+    ]);
+  });
+
   it('reads RETRYQ_MAX_CACHED_WORKFLOWS and RETRYQ_WORKFLOW_TASK_CONCURRENCY', () => {
     const c = loadConfig({ RETRYQ_MAX_CACHED_WORKFLOWS: '2000', RETRYQ_WORKFLOW_TASK_CONCURRENCY: '40' });
     expect(c.worker).toEqual({
@@ -244,6 +260,7 @@ describe('loadConfig worker sizing', () => {
       workflowThreadSemiSpaceMb: 2,
       workflowThreadOldSpaceMb: 512,
       heapReleaseAfterBurstMb: 16,
+      wakeUpsPerSecond: 10,
     });
     expect(loadConfig({ RETRYQ_MAX_CACHED_WORKFLOWS: '0' }).worker.maxCachedWorkflows).toBe(0);
   });

@@ -69,6 +69,7 @@ describe('workerTuningOf', () => {
       workflowThreadSemiSpaceMb: 2,
       workflowThreadOldSpaceMb: 512,
       heapReleaseAfterBurstMb: 16,
+      wakeUpsPerSecond: 10,
     });
     expect(workerTuningOf({}).workflowTaskConcurrency).toBe(40);
   });
@@ -79,7 +80,7 @@ describe('workerTuningOf', () => {
     );
   });
 
-  it('names the field, the rule and the value found for a bad workflowThreadSemiSpaceMb', () => {
+  it('names the field, the rule and the value found for a bad workflowThreadSemiSpaceMb or wakeUpsPerSecond', () => {
     const problems = (tuning: object) => {
       try {
         workerTuningOf(tuning);
@@ -94,6 +95,9 @@ describe('workerTuningOf', () => {
     ]);
     expect(problems({ workflowThreadSemiSpaceMb: 512 })).toEqual([
       { path: 'worker.workflowThreadSemiSpaceMb', message: 'must be at most 256 (MB)', received: 512 },
+    ]);
+    expect(problems({ wakeUpsPerSecond: 0.5 })).toEqual([
+      { path: 'worker.wakeUpsPerSecond', message: 'must be a whole number of intents per second', received: 0.5 },
     ]);
   });
 });

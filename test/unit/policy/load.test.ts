@@ -6,6 +6,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   PACING_MARGIN,
+  boundedWakePlace,
   budgetProblem,
   grantSlot,
   initialPacer,
@@ -214,5 +215,91 @@ describe('spreadWakeUp: wake-ups after a shared floor', () => {
     expect(spreadWakeUp({ floorMs: 1000, rank: -3, perMinute: 60, random: () => 0 })).toBe(1000);
     expect(spreadWakeUp({ floorMs: 1000, rank: 2, perMinute: 60, random: () => 7 })).toBe(3999);
     expect(() => spreadWakeUp({ floorMs: 0, rank: 0, perMinute: 0, random: Math.random })).toThrow(RangeError);
+  });
+});
+
+describe("boundedWakePlace: wake-ups bounded by the budget and by the process's own rate", () => {
+  // `processes` processes each hold a share of `n` waiters (round robin): global ranks 0..n-1, local ranks per process.
+  const arb = fc.record({
+    floorMs: fc.integer({ min: 0, max: 4_000_000_000_000 }),
+    perMinute: fc.integer({ min: 1, max: 100_000 }),
+    localPerMinute: fc.integer({ min: 1, max: 100_000 }),
+    processes: fc.integer({ min: 1, max: 5 }),
+    n: fc.integer({ min: 1, max: 1500 }),
+    u: fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+  });
+  const released = (x: {
+    floorMs: number;
+    perMinute: number;
+    localPerMinute: number;
+    processes: number;
+    n: number;
+    u: number;
+  }) =>
+    Array.from({ length: x.n }, (_, rank) => {
+      const place = boundedWakePlace({
+        rank,
+        perMinute: x.perMinute,
+        localRank: Math.floor(rank / x.processes),
+        localPerMinute: x.localPerMinute,
+      });
+      return { process: rank % x.processes, at: spreadWakeUp({ floorMs: x.floorMs, ...place, random: () => x.u }) };
+    });
+
+  it('keeps the budget: at most the budget wakes in the first minute after the floor, whatever the processes (property)', () => {
+    fc.assert(
+      fc.property(arb, (x) => {
+        const w = released(x).map((r) => r.at);
+        expect(w.filter((t) => t < x.floorMs + 60_000).length).toBeLessThanOrEqual(x.perMinute);
+        expect(w.every((t) => t >= x.floorMs)).toBe(true);
+      }),
+    );
+  });
+
+  it('hands no process more wake-ups than its own rate: at most that many in its first minute (property)', () => {
+    fc.assert(
+      fc.property(arb, (x) => {
+        const all = released(x);
+        for (let p = 0; p < x.processes; p++) {
+          const mine = all.filter((r) => r.process === p && r.at < x.floorMs + 60_000);
+          expect(mine.length).toBeLessThanOrEqual(x.localPerMinute);
+        }
+      }),
+    );
+  });
+
+  it('wakes no waiter before either bound lets it go, and no later than the later one (property)', () => {
+    fc.assert(
+      fc.property(arb, (x) => {
+        released(x).forEach(({ at }, rank) => {
+          const local = Math.floor(rank / x.processes);
+          const start = Math.max((rank * 60_000) / x.perMinute, (local * 60_000) / x.localPerMinute);
+          const end = Math.max(((rank + 1) * 60_000) / x.perMinute, ((local + 1) * 60_000) / x.localPerMinute);
+          expect(at - x.floorMs).toBeGreaterThanOrEqual(Math.floor(start));
+          expect(at - x.floorMs).toBeLessThanOrEqual(Math.ceil(end));
+        });
+      }),
+    );
+  });
+
+  it('is the budget alone without a process rate (0 or none), and the process rate when it is the slower one', () => {
+    expect(boundedWakePlace({ rank: 7, perMinute: 2400, localRank: 7, localPerMinute: undefined })).toEqual({
+      rank: 7,
+      perMinute: 2400,
+    });
+    expect(boundedWakePlace({ rank: 7, perMinute: 2400, localRank: 7, localPerMinute: 0 })).toEqual({
+      rank: 7,
+      perMinute: 2400,
+    });
+    // 2,400/min is 40/s; 15/s for this process: its 7th waiter goes at 7/15 s, not 7/40 s.
+    expect(boundedWakePlace({ rank: 7, perMinute: 2400, localRank: 7, localPerMinute: 900 })).toEqual({
+      rank: 7,
+      perMinute: 900,
+    });
+    // Four processes hold 40 waiters: the 40th overall (10th here) waits for the budget (1 s), not this process (0.67 s).
+    expect(boundedWakePlace({ rank: 40, perMinute: 2400, localRank: 10, localPerMinute: 900 })).toEqual({
+      rank: 40,
+      perMinute: 2400,
+    });
   });
 });
