@@ -34,6 +34,7 @@ function heapOfThisThread() {
     arrayBuffersMb: mb(m.arrayBuffers),
     contexts: h.number_of_native_contexts,
     heapLimitMb: mb(h.heap_size_limit),
+    physicalMb: mb(h.total_physical_size),
     spacesMb: spaces,
   };
 }
@@ -58,6 +59,57 @@ export function install() {
       super(self, { ...options, workerData: { __benchProbeTarget: String(filename), ...options.workerData } });
     }
   };
+}
+
+/**
+ * The process's anonymous memory by kind, from /proc/self/smaps: glibc's main arena (`[heap]`), its per-thread arenas
+ * (mappings aligned to and reserved in 64 MB units), thread stacks, and the rest (V8's heap pages, the Rust core's
+ * large allocations, code). Resident MB each, with the number of mappings.
+ */
+function nativeBreakdown() {
+  const ARENA = 64 * 2 ** 20;
+  /** @type {Record<string, { mb: number; maps: number }>} */
+  const kinds = {};
+  const add = (/** @type {string} */ k, /** @type {number} */ kb) => {
+    const e = (kinds[k] ??= { mb: 0, maps: 0 });
+    e.mb += kb / 1024;
+    e.maps += 1;
+  };
+  let text;
+  try {
+    text = readFileSync('/proc/self/smaps', 'utf8');
+  } catch {
+    return undefined;
+  }
+  /** @type {{ start: number; end: number; perms: string; name: string; rss: number } | undefined} */
+  let cur;
+  const maps = [];
+  for (const line of text.split('\n')) {
+    const head = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (head) {
+      cur = {
+        start: parseInt(head[1] ?? '0', 16),
+        end: parseInt(head[2] ?? '0', 16),
+        perms: head[3] ?? '',
+        name: head[4] ?? '',
+        rss: 0,
+      };
+      maps.push(cur);
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss && cur) cur.rss = Number(rss[1]);
+  }
+  for (const m of maps) {
+    if (m.rss === 0) continue;
+    if (m.name === '[heap]') add('mainArena', m.rss);
+    else if (m.name.startsWith('[stack')) add('stacks', m.rss);
+    else if (m.name !== '' && !m.name.startsWith('[anon')) add('fileBacked', m.rss);
+    else if (m.start % ARENA === 0 && m.perms.startsWith('rw') && m.end - m.start <= ARENA) add('threadArenas', m.rss);
+    else add('otherAnon', m.rss);
+  }
+  for (const e of Object.values(kinds)) e.mb = Math.round(e.mb * 10) / 10;
+  return kinds;
 }
 
 /** The heaps of every thread, and the process's RSS. */
@@ -85,6 +137,7 @@ export async function probe(gcFirst = false) {
     rssFileMb: Math.round(kb('RssFile') / 102.4) / 10,
     v8HeapsMb: Math.round(heaps * 10) / 10,
     restMb: Math.round((rss - heaps) * 10) / 10,
+    native: nativeBreakdown(),
     main,
     workflowThreads: others,
   };

@@ -28,7 +28,8 @@
  * `--wake N` (default: --intents), `--wake-budget N` (requests/min, default 3000), `--in-flight N` (50),
  * `--cache N` (retryq's maxCachedWorkflows), `--task-concurrency N` (its workflow-task concurrency) and
  * `--sticky-timeout MS` (its sticky-queue schedule-to-start timeout), `--semi-space MB` (its workflow thread's
- * young-generation semi-space), `--wake-rate N` (its wake-ups per second, `wakeUpsPerSecond`), all defaulting to
+ * young-generation semi-space), `--old-space MB` (its workflow thread's old-generation limit), `--heap-release MB`
+ * (the main-thread heap growth after which an idle worker collects garbage), `--wake-rate N` (its wake-ups per second, `wakeUpsPerSecond`), all defaulting to
  * retryq's defaults, `--wake-after S` (part c: the common wake time, seconds after the first submit; default: from
  * the settle rate), `--only a,b,c`, `--sides retryq,bareTimer,bareCallThenTimer` (part a).
  */
@@ -85,6 +86,12 @@ const opts = {
   semiSpaceMb: process.argv.includes('--semi-space')
     ? flag('semi-space', defaultWorkerTuning.workflowThreadSemiSpaceMb)
     : undefined,
+  oldSpaceMb: process.argv.includes('--old-space')
+    ? flag('old-space', defaultWorkerTuning.workflowThreadOldSpaceMb)
+    : undefined,
+  heapReleaseMb: process.argv.includes('--heap-release')
+    ? flag('heap-release', defaultWorkerTuning.heapReleaseAfterBurstMb)
+    : undefined,
   wakeRate: process.argv.includes('--wake-rate') ? flag('wake-rate', defaultWorkerTuning.wakeUpsPerSecond) : undefined,
   /** Part c: seconds from the first submit to the common wake time (default: estimated from the settle rate). */
   wakeAfterS: process.argv.includes('--wake-after') ? flag('wake-after', 0) : undefined,
@@ -99,12 +106,16 @@ const tuning =
   opts.taskConcurrency !== undefined ||
   opts.stickyTimeoutMs !== undefined ||
   opts.semiSpaceMb !== undefined ||
+  opts.oldSpaceMb !== undefined ||
+  opts.heapReleaseMb !== undefined ||
   opts.wakeRate !== undefined
     ? {
         ...(opts.cache !== undefined ? { maxCachedWorkflows: opts.cache } : {}),
         ...(opts.taskConcurrency !== undefined ? { workflowTaskConcurrency: opts.taskConcurrency } : {}),
         ...(opts.stickyTimeoutMs !== undefined ? { stickyQueueTimeoutMs: opts.stickyTimeoutMs } : {}),
         ...(opts.semiSpaceMb !== undefined ? { workflowThreadSemiSpaceMb: opts.semiSpaceMb } : {}),
+        ...(opts.oldSpaceMb !== undefined ? { workflowThreadOldSpaceMb: opts.oldSpaceMb } : {}),
+        ...(opts.heapReleaseMb !== undefined ? { heapReleaseAfterBurstMb: opts.heapReleaseMb } : {}),
         ...(opts.wakeRate !== undefined ? { wakeUpsPerSecond: opts.wakeRate } : {}),
       }
     : undefined;
@@ -742,14 +753,8 @@ async function main() {
       totalMemGb: Math.round(os.totalmem() / 2 ** 30),
       loadavg1mAtStart: round2(os.loadavg()[0]!),
     },
-    options: {
-      ...opts,
-      maxCachedWorkflows: opts.cache ?? defaultWorkerTuning.maxCachedWorkflows,
-      workflowTaskConcurrency: defaultWorkerTuning.workflowTaskConcurrency,
-      stickyQueueTimeoutMs: opts.stickyTimeoutMs ?? defaultWorkerTuning.stickyQueueTimeoutMs,
-      workflowThreadSemiSpaceMb: opts.semiSpaceMb ?? defaultWorkerTuning.workflowThreadSemiSpaceMb,
-      wakeUpsPerSecond: opts.wakeRate ?? defaultWorkerTuning.wakeUpsPerSecond,
-    },
+    // The retryq worker's tuning as run: the defaults with the flags given.
+    options: { ...opts, ...defaultWorkerTuning, ...tuning },
   };
   const t0 = performance.now();
   let settleRate: number | undefined;

@@ -157,11 +157,13 @@ export interface WorkerTuning {
    */
   maxCachedWorkflows: number;
   /**
-   * Workflow tasks run at once (Temporal's `maxConcurrentWorkflowTaskExecutions`). A task the worker has taken must
-   * finish within Temporal's workflow-task timeout (10 s), so on a busy machine more slots only queue tasks inside
-   * the worker, where they time out during a wake-up storm; tasks not yet taken wait on the server without a clock.
-   * Higher overlaps more round trips to a distant server. Must not exceed `maxCachedWorkflows`.
-   * @default 10
+   * Workflow tasks run at once (Temporal's `maxConcurrentWorkflowTaskExecutions`, whose own default is also 40). Each
+   * task waiting for a slot is one the server cannot hand to a waiting poll: with too few slots a burst of submits
+   * queues its first tasks on the server (settle time 1.73 × a bare Temporal worker's with 10 slots, ≈ 1.1–1.2 × with
+   * 40; docs/benchmarks.md). A task the worker has taken must finish within Temporal's workflow-task timeout (10 s),
+   * so on a machine short of CPU fewer slots keep a wake-up storm's tasks on the server, where no clock runs. Must not
+   * exceed `maxCachedWorkflows`; set alone, a smaller cache brings the default down to it.
+   * @default 40
    */
   workflowTaskConcurrency: number;
   /**
@@ -182,6 +184,23 @@ export interface WorkerTuning {
    */
   workflowThreadSemiSpaceMb: number;
   /**
+   * Largest old generation of the workflow thread (V8's `--max-old-space-size` for that thread alone), in MB. V8 lets
+   * an old generation grow to up to 4 × what survived its last collection when its limit is large (4 GB by default),
+   * and to 1.3–2 × below 2 GB, so a burst of workflow tasks leaves less garbage behind. It is a hard limit too: a
+   * workflow thread that needs more stops the worker with an out-of-memory error, so keep it well above what the
+   * cached intents hold (≈ 0.3 MB each with small bodies, plus their bodies). `0` leaves V8's own limit.
+   * @default 512
+   */
+  workflowThreadOldSpaceMb: number;
+  /**
+   * After a burst of workflow tasks, once the intent worker has had no workflow task in flight for two seconds, a
+   * full garbage collection on the worker process's main thread gives back what the burst grew there, if its heap
+   * holds at least this many MB beyond what was live after its last collection (at most one every 10 s). V8 does not shrink that heap by itself while the worker idles (docs/operations.md,
+   * worker sizing). `0` turns it off.
+   * @default 16
+   */
+  heapReleaseAfterBurstMb: number;
+  /**
    * The most intents held behind a credential's closed gate (after a rate-limit answer) that this worker wakes per
    * second once the gate opens. The intents this worker held wake on its sticky queue, each needing two workflow
    * tasks; released faster than the worker runs them, they pile up there and time out after
@@ -198,11 +217,27 @@ export interface WorkerTuning {
 /** The defaults of {@link WorkerTuning}. */
 export const defaultWorkerTuning: Readonly<WorkerTuning> = Object.freeze({
   maxCachedWorkflows: 100,
-  workflowTaskConcurrency: 10,
+  workflowTaskConcurrency: 40,
   stickyQueueTimeoutMs: 5_000,
   workflowThreadSemiSpaceMb: 2,
+  workflowThreadOldSpaceMb: 512,
+  heapReleaseAfterBurstMb: 16,
   wakeUpsPerSecond: 10,
 });
+
+/**
+ * The tuning with the defaults filled in. Without a concurrency of its own, a cache smaller than the default
+ * concurrency brings the concurrency down to it (a running workflow task needs its workflow in the cache).
+ */
+export function withTuningDefaults<T extends Partial<Record<keyof WorkerTuning, unknown>>>(
+  tuning: T,
+): Record<keyof WorkerTuning, unknown> {
+  const filled: Record<keyof WorkerTuning, unknown> = { ...defaultWorkerTuning, ...tuning };
+  const cache = tuning.maxCachedWorkflows;
+  if (tuning.workflowTaskConcurrency === undefined && typeof cache === 'number' && cache >= 2)
+    filled.workflowTaskConcurrency = Math.min(defaultWorkerTuning.workflowTaskConcurrency, cache);
+  return filled;
+}
 
 /** The zod rules of {@link WorkerTuning}: each field, and concurrency within the cache. */
 export const workerTuningSchema = z
@@ -227,6 +262,15 @@ export const workerTuningSchema = z
       .int('must be a whole number of MB')
       .min(0, "must be 0 (V8's own sizing) or more")
       .max(256, 'must be at most 256 (MB)'),
+    workflowThreadOldSpaceMb: z
+      .number()
+      .int('must be a whole number of MB')
+      .refine((n) => n === 0 || (n >= 64 && n <= 65_536), "must be 0 (V8's own limit) or from 64 to 65536 (MB)"),
+    heapReleaseAfterBurstMb: z
+      .number()
+      .int('must be a whole number of MB')
+      .min(0, 'must be 0 (off) or more')
+      .max(4_096, 'must be at most 4096 (MB)'),
     wakeUpsPerSecond: z
       .number()
       .int('must be a whole number of intents per second')
@@ -311,6 +355,14 @@ export const CONFIG_VARIABLES = [
     "MB of one semi-space of the workflow thread's young generation (0: V8's own sizing); bounds its memory",
   ],
   [
+    'RETRYQ_WORKFLOW_OLD_SPACE_MB',
+    String(defaultWorkerTuning.workflowThreadOldSpaceMb),
+    "largest old generation of the workflow thread, MB (0: V8's own limit); a lower limit makes V8 collect sooner",
+  ],
+  [
+    'RETRYQ_HEAP_RELEASE_AFTER_BURST_MB',
+    String(defaultWorkerTuning.heapReleaseAfterBurstMb),
+    'main-thread heap growth (MB) after which an idle worker runs one full garbage collection to give it back (0: off)',
     'RETRYQ_WAKE_UPS_PER_SECOND',
     String(defaultWorkerTuning.wakeUpsPerSecond),
     "intents held by a credential's closed gate that one worker wakes per second when it opens (0: by the budget only)",
@@ -454,11 +506,13 @@ const workerTuningVariables: Record<keyof WorkerTuning, string> = {
   workflowTaskConcurrency: 'RETRYQ_WORKFLOW_TASK_CONCURRENCY',
   stickyQueueTimeoutMs: 'RETRYQ_STICKY_QUEUE_TIMEOUT_MS',
   workflowThreadSemiSpaceMb: 'RETRYQ_WORKFLOW_SEMI_SPACE_MB',
+  workflowThreadOldSpaceMb: 'RETRYQ_WORKFLOW_OLD_SPACE_MB',
+  heapReleaseAfterBurstMb: 'RETRYQ_HEAP_RELEASE_AFTER_BURST_MB',
   wakeUpsPerSecond: 'RETRYQ_WAKE_UPS_PER_SECOND',
 };
 
 function loadWorkerTuning(raw: (name: string) => string | undefined, problems: Problem[]): WorkerTuning {
-  const input: Record<string, number> = { ...defaultWorkerTuning };
+  const given: Partial<Record<keyof WorkerTuning, number>> = {};
   let readable = true;
   for (const field of Object.keys(workerTuningVariables) as (keyof WorkerTuning)[]) {
     const variable = workerTuningVariables[field];
@@ -467,9 +521,10 @@ function loadWorkerTuning(raw: (name: string) => string | undefined, problems: P
     if (!/^-?\d+$/.test(text)) {
       problems.push({ path: variable, message: 'must be a whole number', received: text });
       readable = false;
-    } else input[field] = Number(text);
+    } else given[field] = Number(text);
   }
   if (!readable) return { ...defaultWorkerTuning };
+  const input = withTuningDefaults(given) as Record<string, number>;
   const parsed = workerTuningSchema.safeParse(input, { error: wordsBesideReceived });
   if (parsed.success) return parsed.data;
   for (const issue of parsed.error.issues) {

@@ -31,21 +31,22 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
-import { Worker } from '@temporalio/worker';
+import { Runtime, Worker } from '@temporalio/worker';
 import type { NativeConnection, WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { Agent } from 'undici';
 import type { Dispatcher } from 'undici';
 import { createActivities } from './activities/index.js';
 import { HEARTBEAT_EVERY_MS } from './activities/heartbeat.js';
 import type { CredentialStore } from './activities/index.js';
-import { budgetOf, defaultWorkerTuning, workerTuningSchema } from './config.js';
+import { budgetOf, withTuningDefaults, workerTuningSchema } from './config.js';
 import { ConfigError } from './errors.js';
 import type { CredentialConfig, RetryqConfig, WorkerTuning } from './config.js';
 import { CredentialGates } from './load-control/credential-gates.js';
 import { gateCheckPatchDecision } from './load-control/gate-check-patch.js';
 import type { LoadMetrics } from './load-control/metrics.js';
 import { cachedWorkflowBundle } from './temporal/workflow-bundle.js';
-import { withWorkflowThreadSemiSpace } from './temporal/workflow-thread-memory.js';
+import { releaseHeapAfterBursts } from './temporal/heap-release.js';
+import { withWorkflowThreadHeap } from './temporal/workflow-thread-memory.js';
 import { taskQueues } from './task-queues.js';
 import { retryqWords } from './validation-words.js';
 
@@ -135,7 +136,7 @@ export const DRAIN_GRACE_MS = 30_000;
 
 /** The workflow worker's sizing: defaults filled in, every field checked (throws {@link ConfigError}). */
 export function workerTuningOf(tuning: Partial<WorkerTuning> = {}): WorkerTuning {
-  const parsed = workerTuningSchema.safeParse({ ...defaultWorkerTuning, ...tuning }, { error: wordsBesideReceived });
+  const parsed = workerTuningSchema.safeParse(withTuningDefaults(tuning), { error: wordsBesideReceived });
   if (parsed.success) return parsed.data;
   throw new ConfigError(
     parsed.error.issues.map((issue) => {
@@ -178,26 +179,28 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
     workers.push(
       // The workflow thread's young generation is bounded (tuning.workflowThreadSemiSpaceMb): V8 would grow it to
       // 32 MB after the first burst and keep it, more than a hundred cached intents weigh (docs/operations.md).
-      await withWorkflowThreadSemiSpace(tuning.workflowThreadSemiSpaceMb, () =>
-        Worker.create({
-          connection,
-          namespace,
-          taskQueue: queues.workflows,
-          workflowBundle,
-          // Set, not derived from the heap: memory stays bounded however many intents sleep (docs/operations.md).
-          maxCachedWorkflows: tuning.maxCachedWorkflows,
-          maxConcurrentWorkflowTaskExecutions: tuning.workflowTaskConcurrency,
-          // A dead worker's intents move to another worker this long after their next task landed on its sticky
-          // queue (docs/operations.md, "Behaviour under faults"; Temporal's default is 10 s).
-          stickyQueueScheduleToStartTimeout: tuning.stickyQueueTimeoutMs,
-          // The intents' local gate check (src/activities/gate-hint.ts) reads this process's load control; this
-          // queue carries no other activities, so the worker does not poll it for any.
-          activities: { gateHint: activities.gateHint },
-          enableNonLocalActivities: false,
-          // An intent runs the gate check at its first dispatch only when this process knows its gate closed: an
-          // open gate then costs it no local activity, marker or version upsert (src/load-control/gate-check-patch.ts).
-          patchActivationCallback: gateCheckPatchDecision(gates),
-        }),
+      await withWorkflowThreadHeap(
+        { semiSpaceMb: tuning.workflowThreadSemiSpaceMb, oldSpaceMb: tuning.workflowThreadOldSpaceMb },
+        () =>
+          Worker.create({
+            connection,
+            namespace,
+            taskQueue: queues.workflows,
+            workflowBundle,
+            // Set, not derived from the heap: memory stays bounded however many intents sleep (docs/operations.md).
+            maxCachedWorkflows: tuning.maxCachedWorkflows,
+            maxConcurrentWorkflowTaskExecutions: tuning.workflowTaskConcurrency,
+            // A dead worker's intents move to another worker this long after their next task landed on its sticky
+            // queue (docs/operations.md, "Behaviour under faults"; Temporal's default is 10 s).
+            stickyQueueScheduleToStartTimeout: tuning.stickyQueueTimeoutMs,
+            // The intents' local gate check (src/activities/gate-hint.ts) reads this process's load control; this
+            // queue carries no other activities, so the worker does not poll it for any.
+            activities: { gateHint: activities.gateHint },
+            enableNonLocalActivities: false,
+            // An intent runs the gate check at its first dispatch only when this process knows its gate closed: an
+            // open gate then costs it no local activity, marker or version upsert (src/load-control/gate-check-patch.ts).
+            patchActivationCallback: gateCheckPatchDecision(gates),
+          }),
       ),
     );
     // The credentials' entity workflows, on their own queue: a burst of intent tasks never delays a send slot. One
@@ -266,7 +269,21 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
     workers,
     gates,
     run: async () => {
-      await Promise.all(workers.map((w) => w.run()));
+      // The workflow worker's main-thread heap, grown by a burst of workflow tasks, is given back once it idles.
+      const workflowWorker = roles.workflows ? workers[0] : undefined;
+      const release =
+        workflowWorker && tuning.heapReleaseAfterBurstMb > 0
+          ? releaseHeapAfterBursts({
+              busy: () => workflowWorker.getStatus().numInFlightWorkflowActivations > 0,
+              growthMb: tuning.heapReleaseAfterBurstMb,
+              onRelease: (before, after) => {
+                Runtime.instance().logger.debug(
+                  `retryq: gave back the main thread's heap after a burst of workflow tasks (${Math.round(before)} → ${Math.round(after)} MB)`,
+                );
+              },
+            })
+          : undefined;
+      await Promise.all(workers.map((w) => w.run())).finally(() => release?.stop());
       if (!setup.http) await http.close();
     },
     shutdown: () => {

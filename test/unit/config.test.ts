@@ -168,14 +168,51 @@ describe('resolveSecrets', () => {
 });
 
 describe('loadConfig worker sizing', () => {
-  it('bounds the workflow cache, workflow-task slots and the workflow thread young generation by default', () => {
+  it("bounds the workflow cache, workflow-task slots and the workflow thread's heap by default, and gives back a burst's heap", () => {
     expect(loadConfig({}).worker).toEqual({
       maxCachedWorkflows: 100,
-      workflowTaskConcurrency: 10,
+      workflowTaskConcurrency: 40,
       stickyQueueTimeoutMs: 5_000,
       workflowThreadSemiSpaceMb: 2,
+      workflowThreadOldSpaceMb: 512,
+      heapReleaseAfterBurstMb: 16,
       wakeUpsPerSecond: 10,
     });
+  });
+
+  it("reads RETRYQ_WORKFLOW_OLD_SPACE_MB (0: V8's own limit) and names the rule for a bad value", () => {
+    expect(loadConfig({ RETRYQ_WORKFLOW_OLD_SPACE_MB: '2048' }).worker.workflowThreadOldSpaceMb).toBe(2048);
+    expect(loadConfig({ RETRYQ_WORKFLOW_OLD_SPACE_MB: '0' }).worker.workflowThreadOldSpaceMb).toBe(0);
+    expect(problemsOf({ RETRYQ_WORKFLOW_OLD_SPACE_MB: '32' })).toEqual([
+      {
+        path: 'RETRYQ_WORKFLOW_OLD_SPACE_MB',
+        received: '32',
+        message: "must be 0 (V8's own limit) or from 64 to 65536 (MB)",
+      },
+    ]);
+    expect(problemsOf({ RETRYQ_WORKFLOW_OLD_SPACE_MB: '1GB' })).toEqual([
+      { path: 'RETRYQ_WORKFLOW_OLD_SPACE_MB', received: '1GB', message: 'must be a whole number' },
+    ]);
+  });
+
+  it('reads RETRYQ_HEAP_RELEASE_AFTER_BURST_MB (0: off) and names the rule for a bad value', () => {
+    expect(loadConfig({ RETRYQ_HEAP_RELEASE_AFTER_BURST_MB: '64' }).worker.heapReleaseAfterBurstMb).toBe(64);
+    expect(loadConfig({ RETRYQ_HEAP_RELEASE_AFTER_BURST_MB: '0' }).worker.heapReleaseAfterBurstMb).toBe(0);
+    expect(problemsOf({ RETRYQ_HEAP_RELEASE_AFTER_BURST_MB: '-5' })).toEqual([
+      { path: 'RETRYQ_HEAP_RELEASE_AFTER_BURST_MB', received: '-5', message: 'must be 0 (off) or more' },
+    ]);
+    expect(problemsOf({ RETRYQ_HEAP_RELEASE_AFTER_BURST_MB: '10000' })).toEqual([
+      { path: 'RETRYQ_HEAP_RELEASE_AFTER_BURST_MB', received: '10000', message: 'must be at most 4096 (MB)' },
+    ]);
+  });
+
+  it('brings the default workflow-task slots down to a smaller cache set alone, and keeps them when both are set', () => {
+    expect(loadConfig({ RETRYQ_MAX_CACHED_WORKFLOWS: '20' }).worker.workflowTaskConcurrency).toBe(20);
+    expect(loadConfig({ RETRYQ_MAX_CACHED_WORKFLOWS: '0' }).worker.workflowTaskConcurrency).toBe(40);
+    expect(
+      loadConfig({ RETRYQ_MAX_CACHED_WORKFLOWS: '20', RETRYQ_WORKFLOW_TASK_CONCURRENCY: '8' }).worker
+        .workflowTaskConcurrency,
+    ).toBe(8);
   });
 
   it("reads RETRYQ_WORKFLOW_SEMI_SPACE_MB (0: V8's own sizing) and names the rule for a bad value", () => {
@@ -221,6 +258,8 @@ describe('loadConfig worker sizing', () => {
       workflowTaskConcurrency: 40,
       stickyQueueTimeoutMs: 5_000,
       workflowThreadSemiSpaceMb: 2,
+      workflowThreadOldSpaceMb: 512,
+      heapReleaseAfterBurstMb: 16,
       wakeUpsPerSecond: 10,
     });
     expect(loadConfig({ RETRYQ_MAX_CACHED_WORKFLOWS: '0' }).worker.maxCachedWorkflows).toBe(0);

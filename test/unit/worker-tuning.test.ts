@@ -1,7 +1,7 @@
 import { Worker as Thread } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
-import { withWorkflowThreadSemiSpace } from '../../src/temporal/workflow-thread-memory.js';
+import { withWorkflowThreadHeap, withWorkflowThreadSemiSpace } from '../../src/temporal/workflow-thread-memory.js';
 import { workerTuningOf } from '../../src/worker.js';
 
 /** The heap limit (old + young generation) of a thread started now, in MB. */
@@ -42,15 +42,42 @@ describe('the workflow thread young generation', () => {
   });
 });
 
+describe('the workflow thread old generation', () => {
+  it('is bounded for a thread started inside withWorkflowThreadHeap, and left as it was for threads after', async () => {
+    const before = await heapLimitOfNewThreadMb();
+    const inside = await withWorkflowThreadHeap({ semiSpaceMb: 2, oldSpaceMb: 128 }, heapLimitOfNewThreadMb);
+    const after = await heapLimitOfNewThreadMb();
+    // The limit is the old generation plus the young one (three semi-spaces of 2 MB).
+    expect(inside).toBeGreaterThanOrEqual(128);
+    expect(inside).toBeLessThanOrEqual(128 + 3 * 2 + 1);
+    expect(before).toBeGreaterThan(1024);
+    expect(after).toBe(before);
+  });
+
+  it('changes only the young generation when the old generation bound is 0', async () => {
+    const young = await withWorkflowThreadSemiSpace(1, heapLimitOfNewThreadMb);
+    expect(await withWorkflowThreadHeap({ semiSpaceMb: 1, oldSpaceMb: 0 }, heapLimitOfNewThreadMb)).toBe(young);
+  });
+});
+
 describe('workerTuningOf', () => {
-  it('fills in the defaults, a bounded workflow thread young generation among them', () => {
+  it("fills in the defaults, with the workflow-task slots brought down to a smaller cache and the thread's heap bounded", () => {
     expect(workerTuningOf({ maxCachedWorkflows: 20 })).toEqual({
       maxCachedWorkflows: 20,
-      workflowTaskConcurrency: 10,
+      workflowTaskConcurrency: 20,
       stickyQueueTimeoutMs: 5_000,
       workflowThreadSemiSpaceMb: 2,
+      workflowThreadOldSpaceMb: 512,
+      heapReleaseAfterBurstMb: 16,
       wakeUpsPerSecond: 10,
     });
+    expect(workerTuningOf({}).workflowTaskConcurrency).toBe(40);
+  });
+
+  it('rejects a concurrency set above the cache, naming the field', () => {
+    expect(() => workerTuningOf({ maxCachedWorkflows: 20, workflowTaskConcurrency: 30 })).toThrow(
+      /worker\.workflowTaskConcurrency/,
+    );
   });
 
   it('names the field, the rule and the value found for a bad workflowThreadSemiSpaceMb or wakeUpsPerSecond', () => {
