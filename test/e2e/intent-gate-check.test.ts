@@ -161,7 +161,9 @@ describe("when the intent's worker knows the credential's gate is closed", () =>
 
 describe('when the gate opens on many intents this worker held', () => {
   it("spreads their wake-ups at the worker's wakeUpsPerSecond, each in its own slice after the gate's time, and sends each once", async () => {
-    const t = await h.setup(rateLimitedOnce('first-', 3));
+    // 10 s: long enough that the gate is still closed when the last of the six is submitted on a loaded machine (an
+    // intent submitted after it opened is not held at all, and never shows `waiting`).
+    const t = await h.setup(rateLimitedOnce('first-', 10));
     const first = t.intent({ idempotencyKey: t.newKey('first') });
     const held = Array.from({ length: 6 }, () => t.intent());
     // 4 per second: slices of 250 ms. The test credential's budget (600,000/min) would spread them 0.125 ms apart.
