@@ -67,6 +67,11 @@ function flag(name: string, fallback: number): number {
   }
   return v;
 }
+
+/** A worker-tuning flag: its value when given (retryq's default if it has none), else undefined (the worker's own). */
+function tuningFlag(name: string, field: keyof typeof defaultWorkerTuning): number | undefined {
+  return process.argv.includes(`--${name}`) ? flag(name, defaultWorkerTuning[field]) : undefined;
+}
 const onlyAt = process.argv.indexOf('--only');
 const only = new Set((onlyAt >= 0 ? (process.argv[onlyAt + 1] ?? '') : 'a,b,c').split(','));
 const opts = {
@@ -76,23 +81,13 @@ const opts = {
   wake: flag('wake', flag('intents', 1000)),
   wakeBudget: flag('wake-budget', 3000),
   inFlight: flag('in-flight', 50),
-  cache: process.argv.includes('--cache') ? flag('cache', defaultWorkerTuning.maxCachedWorkflows) : undefined,
-  taskConcurrency: process.argv.includes('--task-concurrency')
-    ? flag('task-concurrency', defaultWorkerTuning.workflowTaskConcurrency)
-    : undefined,
-  stickyTimeoutMs: process.argv.includes('--sticky-timeout')
-    ? flag('sticky-timeout', defaultWorkerTuning.stickyQueueTimeoutMs)
-    : undefined,
-  semiSpaceMb: process.argv.includes('--semi-space')
-    ? flag('semi-space', defaultWorkerTuning.workflowThreadSemiSpaceMb)
-    : undefined,
-  oldSpaceMb: process.argv.includes('--old-space')
-    ? flag('old-space', defaultWorkerTuning.workflowThreadOldSpaceMb)
-    : undefined,
-  heapReleaseMb: process.argv.includes('--heap-release')
-    ? flag('heap-release', defaultWorkerTuning.heapReleaseAfterBurstMb)
-    : undefined,
-  wakeRate: process.argv.includes('--wake-rate') ? flag('wake-rate', defaultWorkerTuning.wakeUpsPerSecond) : undefined,
+  cache: tuningFlag('cache', 'maxCachedWorkflows'),
+  taskConcurrency: tuningFlag('task-concurrency', 'workflowTaskConcurrency'),
+  stickyTimeoutMs: tuningFlag('sticky-timeout', 'stickyQueueTimeoutMs'),
+  semiSpaceMb: tuningFlag('semi-space', 'workflowThreadSemiSpaceMb'),
+  oldSpaceMb: tuningFlag('old-space', 'workflowThreadOldSpaceMb'),
+  heapReleaseMb: tuningFlag('heap-release', 'heapReleaseAfterBurstMb'),
+  wakeRate: tuningFlag('wake-rate', 'wakeUpsPerSecond'),
   /** Part c: seconds from the first submit to the common wake time (default: estimated from the settle rate). */
   wakeAfterS: process.argv.includes('--wake-after') ? flag('wake-after', 0) : undefined,
 };

@@ -9,6 +9,8 @@ import proto from '@temporalio/proto';
 import { workflowIdOf } from '../../src/client.js';
 import type { ScenarioInput } from '../../src/sim/index.js';
 import { CREDENTIAL, dispatchTimes, ms, useIntentHarness } from '../support/intent-harness.js';
+import type { IntentInput } from '../../src/index.js';
+import type { RetryqWorkers } from '../../src/worker.js';
 import type { IntentTest } from '../support/intent-harness.js';
 
 const h = useIntentHarness('dev-server');
@@ -24,6 +26,18 @@ const rateLimitedOnce = (prefix: string, seconds: number): ScenarioInput => ({
 async function eventTypes(t: IntentTest, key: string): Promise<string[]> {
   const history = await t.env.client.workflow.getHandle(workflowIdOf(key)).fetchHistory();
   return (history.events ?? []).map((e) => String(EventType[e.eventType ?? 0]).replace(/^EVENT_TYPE_/, ''));
+}
+
+/**
+ * Submits `first` (answered 429) and waits until it sleeps and the workers' process knows the credential's gate
+ * closed: the 429 closed it, and the worker learns its time on the entity's clock right after.
+ */
+async function closeGateWith(t: IntentTest, workers: RetryqWorkers, first: IntentInput): Promise<void> {
+  await t.submit(first);
+  await t.waitForStatus(first.idempotencyKey, (s) => s.phase === 'waiting', 'the first intent waiting');
+  const known = () => (workers.gates?.views().get(CREDENTIAL)?.entityClosedUntil.dispatch ?? 0) > Date.now();
+  for (let i = 0; i < 50 && !known(); i++) await new Promise((r) => setTimeout(r, 50));
+  expect(known()).toBe(true);
 }
 
 const count = (types: string[], type: string) => types.filter((e) => e === type).length;
@@ -104,12 +118,7 @@ describe("when the intent's worker knows the credential's gate is closed", () =>
     const workers = await t.createWorkers();
     const running = workers.run();
     try {
-      await t.submit(first);
-      await t.waitForStatus(first.idempotencyKey, (s) => s.phase === 'waiting', 'the first intent waiting');
-      // The 429 closed the credential's gate; the worker learns its time on the entity's clock right after.
-      const known = () => (workers.gates?.views().get(CREDENTIAL)?.entityClosedUntil.dispatch ?? 0) > Date.now();
-      for (let i = 0; i < 50 && !known(); i++) await new Promise((r) => setTimeout(r, 50));
-      expect(known()).toBe(true);
+      await closeGateWith(t, workers, first);
 
       await t.submit(second);
       const waiting = await t.waitForStatus(second.idempotencyKey, (s) => s.phase === 'waiting', 'waiting');
@@ -170,11 +179,7 @@ describe('when the gate opens on many intents this worker held', () => {
     const workers = await t.createWorkers(undefined, { wakeUpsPerSecond: 4 });
     const running = workers.run();
     try {
-      await t.submit(first);
-      await t.waitForStatus(first.idempotencyKey, (s) => s.phase === 'waiting', 'the first intent waiting');
-      const known = () => (workers.gates?.views().get(CREDENTIAL)?.entityClosedUntil.dispatch ?? 0) > Date.now();
-      for (let i = 0; i < 50 && !known(); i++) await new Promise((r) => setTimeout(r, 50));
-      expect(known()).toBe(true);
+      await closeGateWith(t, workers, first);
 
       // One after another, so that each takes the next place this worker hands out.
       const waiting = [];
