@@ -596,11 +596,10 @@ async function wakeStorm(provider: Provider, k: number, settleRatePerS: number |
     log(`c: waking ${k} intents (budget ${opts.wakeBudget}/min)`);
     const cpu = cpuMeter({ worker: worker.pid, devServer: env.server.pid, bench: process.pid });
     const wakeAt = provider.wakeAtMs;
-    await waitFor(
-      'c: all completed',
-      600_000 + (k / opts.wakeBudget) * 60_000 * 2,
-      async () => completed(await worker.metrics()) - done0 >= k,
-    );
+    // The slower of the budget and this one worker's wake-up rate sets how long the wake-up takes; allow twice that.
+    const wakeRate = opts.wakeRate ?? defaultWorkerTuning.wakeUpsPerSecond;
+    const wakeMs = Math.max((k / opts.wakeBudget) * 60_000, wakeRate > 0 ? (k / wakeRate) * 1000 : 0);
+    await waitFor('c: all completed', 600_000 + wakeMs * 2, async () => completed(await worker.metrics()) - done0 >= k);
     const allCompletedS = (Date.now() - wakeAt) / 1000;
     const usage = cpu();
     const m1 = await worker.metrics();
