@@ -557,6 +557,10 @@ async function throughput(provider: Provider) {
       retryqPerS: rate('retryq'),
       barePerS: rate('bare'),
       ratioMedian: round2(median(rate('retryq')) / median(rate('bare'))),
+      // Each round's two sides ran back to back (in alternating order), so the drift of a long run (the dev server's
+      // store filling up, other load) cancels within a pair: the pairs' ratios and their median.
+      pairRatios: rate('retryq').map((x, i) => round2(x / rate('bare')[i]!)),
+      pairRatioMedian: round2(median(rate('retryq').map((x, i) => x / rate('bare')[i]!))),
       historyEvents: { retryq: await events(sample), bare: await events(bareSample) },
     };
     await retryqWorker.stop();
