@@ -303,7 +303,10 @@ export interface RetryqConfig {
   worker: WorkerTuning;
 }
 
-/** Every variable retryq reads, with its default and meaning (the README's configuration reference). */
+/**
+ * Every variable retryq reads, with its default and meaning (the README's configuration reference). Each entry is
+ * `[names, default, meaning]`; the type holds every entry to exactly that shape.
+ */
 export const CONFIG_VARIABLES = [
   ['TEMPORAL_ADDRESS', 'unset (embedded dev server)', 'host:port of an existing Temporal cluster or Temporal Cloud'],
   ['TEMPORAL_NAMESPACE', 'default', 'namespace to use'],
@@ -363,6 +366,8 @@ export const CONFIG_VARIABLES = [
     'RETRYQ_HEAP_RELEASE_AFTER_BURST_MB',
     String(defaultWorkerTuning.heapReleaseAfterBurstMb),
     'main-thread heap growth (MB) after which an idle worker runs one full garbage collection to give it back (0: off)',
+  ],
+  [
     'RETRYQ_WAKE_UPS_PER_SECOND',
     String(defaultWorkerTuning.wakeUpsPerSecond),
     "intents held by a credential's closed gate that one worker wakes per second when it opens (0: by the budget only)",
@@ -386,7 +391,7 @@ export const CONFIG_VARIABLES = [
     '9464',
     "workers (`retryq worker`, `retryq dev`): retryq's and the Temporal SDK's Prometheus metrics at /metrics (0: off)",
   ],
-] as const;
+] as const satisfies readonly (readonly [names: string, defaultValue: string, meaning: string])[];
 
 type Env = Readonly<Record<string, string | undefined>>;
 

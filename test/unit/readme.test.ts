@@ -4,7 +4,7 @@
  */
 import { readFile, readdir } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { CONFIG_VARIABLES, loadConfig } from '../../src/config.js';
+import { CONFIG_VARIABLES, defaultWorkerTuning, loadConfig } from '../../src/config.js';
 import { DEMO_CREDENTIAL } from '../../src/demo/scenario.js';
 
 const root = new URL('../../', import.meta.url);
@@ -37,6 +37,19 @@ describe('the docs pages', () => {
 });
 
 describe('the README', () => {
+  it("states the worker defaults that its sizing advice names (section 'At volume')", async () => {
+    const readme = await read('README.md');
+    const section = readme.slice(readme.indexOf('## At volume'), readme.indexOf('## Documentation'));
+    const stated = (variable: string) =>
+      Number(new RegExp('`' + variable + '` \\(default (\\d+)\\)').exec(section)?.[1]);
+    expect(stated('RETRYQ_MAX_CACHED_WORKFLOWS')).toBe(defaultWorkerTuning.maxCachedWorkflows);
+    expect(stated('RETRYQ_WAKE_UPS_PER_SECOND')).toBe(defaultWorkerTuning.wakeUpsPerSecond);
+    expect(stated('RETRYQ_WORKFLOW_TASK_CONCURRENCY')).toBe(defaultWorkerTuning.workflowTaskConcurrency);
+    // The variables it names are the ones the configuration reads.
+    const names = CONFIG_VARIABLES.flatMap(([n]) => n.split(', '));
+    for (const variable of section.match(/RETRYQ_[A-Z_]+/g) ?? []) expect(names).toContain(variable);
+  });
+
   it('has a two-command quick start whose commands exist, and CI runs the same test command', async () => {
     const readme = await read('README.md');
     const quick = /## Quick start[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme)?.[1] ?? '';
@@ -61,10 +74,10 @@ describe('the README', () => {
     expect(defaults.temporal.address).toBe('127.0.0.1:7233');
   });
 
-  it('stays a short path: what, two commands, a first intent, guarantees, links', async () => {
+  it('stays a short path: what, two commands, a first intent, guarantees, the figures at volume, links', async () => {
     const readme = await read('README.md');
     const headings = [...readme.matchAll(/^## (.+)$/gm)].map((m) => m[1]);
-    expect(headings).toEqual(['Quick start', 'Your first intent', 'Guarantees', 'Documentation']);
+    expect(headings).toEqual(['Quick start', 'Your first intent', 'Guarantees', 'At volume', 'Documentation']);
   });
 
   it('draws every room of src/ in the development page', async () => {
