@@ -29,8 +29,8 @@
  * `--cache N` (retryq's maxCachedWorkflows), `--task-concurrency N` (its workflow-task concurrency) and
  * `--sticky-timeout MS` (its sticky-queue schedule-to-start timeout), `--semi-space MB` (its workflow thread's
  * young-generation semi-space), `--old-space MB` (its workflow thread's old-generation limit), `--heap-release MB`
- * (the main-thread heap growth after which an idle worker collects garbage), `--wake-rate N` (its wake-ups per second, `wakeUpsPerSecond`), all defaulting to
- * retryq's defaults, `--wake-after S` (part c: the common wake time, seconds after the first submit; default: from
+ * (the main-thread heap growth after which an idle worker collects garbage), `--wake-rate N` (its wake-ups per
+ * second, `wakeUpsPerSecond`), all defaulting to retryq's defaults, `--wake-after S` (part c: the common wake time, seconds after the first submit; default: from
  * the settle rate), `--only a,b,c`, `--sides retryq,bareTimer,bareCallThenTimer` (part a).
  */
 import { fork } from 'node:child_process';
@@ -96,24 +96,19 @@ const allSides = ['bareTimer', 'retryq', 'bareCallThenTimer'] as const;
 const sides = allSides.filter((side) =>
   sidesAt < 0 ? true : (process.argv[sidesAt + 1] ?? '').split(',').includes(side),
 );
-const tuning =
-  opts.cache !== undefined ||
-  opts.taskConcurrency !== undefined ||
-  opts.stickyTimeoutMs !== undefined ||
-  opts.semiSpaceMb !== undefined ||
-  opts.oldSpaceMb !== undefined ||
-  opts.heapReleaseMb !== undefined ||
-  opts.wakeRate !== undefined
-    ? {
-        ...(opts.cache !== undefined ? { maxCachedWorkflows: opts.cache } : {}),
-        ...(opts.taskConcurrency !== undefined ? { workflowTaskConcurrency: opts.taskConcurrency } : {}),
-        ...(opts.stickyTimeoutMs !== undefined ? { stickyQueueTimeoutMs: opts.stickyTimeoutMs } : {}),
-        ...(opts.semiSpaceMb !== undefined ? { workflowThreadSemiSpaceMb: opts.semiSpaceMb } : {}),
-        ...(opts.oldSpaceMb !== undefined ? { workflowThreadOldSpaceMb: opts.oldSpaceMb } : {}),
-        ...(opts.heapReleaseMb !== undefined ? { heapReleaseAfterBurstMb: opts.heapReleaseMb } : {}),
-        ...(opts.wakeRate !== undefined ? { wakeUpsPerSecond: opts.wakeRate } : {}),
-      }
-    : undefined;
+/** The worker tuning the flags set (undefined when none: the worker's own defaults). */
+const givenTuning: Partial<WorkerTuning> = Object.fromEntries(
+  Object.entries({
+    maxCachedWorkflows: opts.cache,
+    workflowTaskConcurrency: opts.taskConcurrency,
+    stickyQueueTimeoutMs: opts.stickyTimeoutMs,
+    workflowThreadSemiSpaceMb: opts.semiSpaceMb,
+    workflowThreadOldSpaceMb: opts.oldSpaceMb,
+    heapReleaseAfterBurstMb: opts.heapReleaseMb,
+    wakeUpsPerSecond: opts.wakeRate,
+  }).filter(([, value]) => value !== undefined),
+);
+const tuning = Object.keys(givenTuning).length > 0 ? givenTuning : undefined;
 const log = (msg: string) => process.stderr.write(`[bench:scale ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
 // ---- measuring processes ----------------------------------------------------------------------------------------
@@ -608,6 +603,7 @@ async function wakeStorm(provider: Provider, k: number, settleRatePerS: number |
     const usage = cpu();
     const m1 = await worker.metrics();
     const dispatches = [...provider.wakeDispatches].sort((a, b) => a - b);
+    const dispatchedOverS = ((dispatches.at(-1) ?? wakeAt) - wakeAt) / 1000;
     const maxIn = (windowMs: number) => {
       let best = 0;
       for (let i = 0, j = 0; i < dispatches.length; i++) {
@@ -624,10 +620,10 @@ async function wakeStorm(provider: Provider, k: number, settleRatePerS: number |
       settleS: round2((settledAt - t0) / 1000),
       settledBeforeWake,
       budgetPerMin: opts.wakeBudget,
-      allDispatchedS: round2(((dispatches.at(-1) ?? wakeAt) - wakeAt) / 1000),
+      allDispatchedS: round2(dispatchedOverS),
       allCompletedS: round2(allCompletedS),
       dispatched: dispatches.length,
-      dispatchedPerS: round2(dispatches.length / Math.max(0.001, ((dispatches.at(-1) ?? wakeAt) - wakeAt) / 1000)),
+      dispatchedPerS: round2(dispatches.length / Math.max(0.001, dispatchedOverS)),
       maxDispatchesIn60s: maxIn(60_000),
       maxDispatchesIn1s: maxIn(1000),
       withinBudget: maxIn(60_000) <= opts.wakeBudget,

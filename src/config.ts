@@ -195,8 +195,8 @@ export interface WorkerTuning {
   /**
    * After a burst of workflow tasks, once the intent worker has had no workflow task in flight for two seconds, a
    * full garbage collection on the worker process's main thread gives back what the burst grew there, if its heap
-   * holds at least this many MB beyond what was live after its last collection (at most one every 10 s). V8 does not shrink that heap by itself while the worker idles (docs/operations.md,
-   * worker sizing). `0` turns it off.
+   * holds at least this many MB beyond what was live after its last collection (at most one every 10 s). V8 does
+   * not shrink that heap by itself while the worker idles (docs/operations.md, worker sizing). `0` turns it off.
    * @default 16
    */
   heapReleaseAfterBurstMb: number;

@@ -421,12 +421,17 @@ class CredentialChannel {
     return this.#wakePlace(kind, places.next++, places.local++);
   }
 
+  /** The credential's budget for calls of `kind`, per minute. */
+  perMinute(kind: SlotKind): number {
+    return kind === 'dispatch' ? this.budget.dispatchPerMinute : this.budget.inspectPerMinute;
+  }
+
   /**
    * A held call's place for spreading its wake-up: among every held call of the credential at its budget, or among
    * the calls this process held at the process's wake-up rate, whichever slice comes later.
    */
   #wakePlace(kind: SlotKind, rank: number, localRank: number): WakePlace {
-    const perMinute = kind === 'dispatch' ? this.budget.dispatchPerMinute : this.budget.inspectPerMinute;
+    const perMinute = this.perMinute(kind);
     const perSecond = this.gates.wakeUpsPerSecond;
     return boundedWakePlace({
       rank,
@@ -605,7 +610,7 @@ export class CredentialGates {
               ? channel.notePlace(kind, answer.rank, entityNowMs)
               : {
                   rank: answer.rank,
-                  perMinute: kind === 'dispatch' ? channel.budget.dispatchPerMinute : channel.budget.inspectPerMinute,
+                  perMinute: channel.perMinute(kind),
                 };
           return {
             kind: 'held',

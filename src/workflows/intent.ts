@@ -73,6 +73,7 @@ import {
   retryPhaseKey,
 } from '../search-attributes.js';
 import { taskQueues } from '../task-queues.js';
+import { IntentPatch } from './patches.js';
 import type { DispatchInput } from '../activities/dispatch.js';
 import {
   countAttempt,
@@ -82,6 +83,8 @@ import {
   countRateLimited,
   countStalled,
 } from './intent-metrics.js';
+
+export { IntentPatch };
 
 /** Room for a call to wait for its send slot inside the activity (the load-control horizon). */
 const SLOT_WAIT_MS = 10_000;
@@ -96,10 +99,6 @@ const BLOCKED_RECHECK_MS = 5 * 60_000;
  * start-to-close timeout (attempt timeout + 20 s).
  */
 export const HEARTBEAT_TIMEOUT_MS = 5_000;
-
-import { IntentPatch } from './patches.js';
-
-export { IntentPatch };
 
 /**
  * The version of {@link CarriedState}. 1 (absent): 0.1.0. 2: adds `neverSentInARow`, `seenDeliveries` and
@@ -171,8 +170,9 @@ export interface IntentWorkflowOptions {
    * Before a dispatch, ask the worker process (a local activity, in the same workflow task) whether it knows the
    * credential's gate closed after a rate-limit answer; if so, wait for it durably right away instead of scheduling a
    * dispatch that load control would only hold. Before a run's first dispatch only when the worker's process knows
-   * the gate closed ({@link IntentPatch.localGateCheck}); before every later one (after a wait) always. Every intent the client starts sets it; runs without it (histories
-   * recorded before it existed) keep the earlier command sequence and replay.
+   * the gate closed ({@link IntentPatch.localGateCheck}); before every later one (after a wait) always. Every intent
+   * the client starts sets it; runs without it (histories recorded before it existed) keep the earlier command
+   * sequence and replay.
    * @default false
    */
   localGateCheck?: boolean;

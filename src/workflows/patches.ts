@@ -17,8 +17,8 @@ export const IntentPatch = {
    * ignores the option and schedules the dispatch at once); a current worker that takes the run over must replay that
    * part without the check. Since 0.4.0 the worker records it only when its process knows the credential's gate
    * closed (its `patchActivationCallback`, src/load-control/gate-check-patch.ts): an intent whose gate is open
-   * dispatches with no marker, no version upsert and no local activity. In 0.3.0 histories it is recorded at every run's first
-   * dispatch and also covers the later dispatches of that run.
+   * dispatches with no marker, no version upsert and no local activity. In 0.3.0 histories it is recorded at every
+   * run's first dispatch and also covers the later dispatches of that run.
    */
   localGateCheck: 'retryq-0.3-local-gate-check',
   /**
