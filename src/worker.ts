@@ -62,6 +62,12 @@ export { connectWorker } from './temporal/connect.js';
 export { taskQueues } from './task-queues.js';
 export type { TaskQueues } from './task-queues.js';
 
+/**
+ * The heap of the credentials' entity thread: a few small workflows (one per credential) need neither the 16 MB
+ * young generation V8 would grow to nor an old generation the size of the machine's.
+ */
+const ENTITY_THREAD_HEAP = { semiSpaceMb: 1, oldSpaceMb: 128 } as const;
+
 /** The folder of this module: `src/` when run from the sources, `dist/` in the built package. */
 const codeDir = path.dirname(fileURLToPath(import.meta.url));
 
@@ -74,6 +80,15 @@ export function intentWorkflowBundle(): Promise<WorkflowBundleWithSourceMap> {
   // retryq's workflow modules hold no per-workflow state at module level (constants, pure functions, message
   // definitions; the state of a run lives in the run's own objects), so they are loaded once per workflow thread and
   // shared by every intent instead of once per intent: less CPU per new intent and less memory per cached one.
+  return cachedWorkflowBundle({ workflowsPath: entry, inputs: [codeDir], preloadModules: [entry] });
+}
+
+/**
+ * The credentials' entity workflows' bundle (`workflows/credential`): the entity worker's workflow thread loads this
+ * alone, not the intents' code, so the thread stays small. Cached on disk like {@link intentWorkflowBundle}.
+ */
+export function credentialWorkflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  const entry = path.join(codeDir, 'workflows', `credential${path.extname(fileURLToPath(import.meta.url))}`);
   return cachedWorkflowBundle({ workflowsPath: entry, inputs: [codeDir], preloadModules: [entry] });
 }
 
@@ -103,7 +118,10 @@ export interface WorkerSetup {
   http?: Dispatcher;
   /** @default Date.now */
   clock?: () => number;
-  /** @default the cached bundle of src/workflows */
+  /**
+   * The bundle the intents' workflow thread runs. The credentials' entity thread always runs its own
+   * ({@link credentialWorkflowBundle}). @default the cached bundle of src/workflows
+   */
   workflowBundle?: WorkflowBundleWithSourceMap;
   /** Which roles to run. @default all three */
   roles?: { workflows?: boolean; actions?: boolean; inspect?: boolean };
@@ -175,7 +193,11 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
   });
   const workers: Worker[] = [];
   if (roles.workflows) {
-    const workflowBundle = setup.workflowBundle ?? (await intentWorkflowBundle());
+    // Both bundles at once (each is webpack in a process of its own on a machine's first start; cached after).
+    const [workflowBundle, entityBundle] = await Promise.all([
+      setup.workflowBundle ?? intentWorkflowBundle(),
+      loadControl ? credentialWorkflowBundle() : undefined,
+    ]);
     workers.push(
       // The workflow thread's young generation is bounded (tuning.workflowThreadSemiSpaceMb): V8 would grow it to
       // 32 MB after the first burst and keep it, more than a hundred cached intents weigh (docs/operations.md).
@@ -205,25 +227,27 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
     );
     // The credentials' entity workflows, on their own queue: a burst of intent tasks never delays a send slot. One
     // entity per credential, each running one task at a time: sized to them, not to the SDK's defaults (a cache
-    // derived from the heap, 40 task slots, 10 pollers). They run on this process's main thread (the SDK's
-    // `debugMode`), not in a workflow thread of their own: a second workflow thread (its own V8 isolate with the
-    // bundle loaded) cost ~40 MB of every worker's memory for a handful of tiny workflows. The price: the entity
-    // code runs without the SDK's 5 s limit per activation, which its handlers (no loops beyond the ≤ 64 wants of
-    // one request) never approach.
-    if (loadControl) {
+    // derived from the heap, 40 task slots, 10 pollers). They run in a workflow thread of their own that loads only
+    // the entity's code (credentialWorkflowBundle), with a small heap. Not on the main thread (the SDK's `debugMode`,
+    // as before): there the SDK installs a promise hook for the whole thread, so every promise of the dispatch
+    // activities, the SDK's own plumbing and load control paid for it — 17 % of the worker's CPU per held intent
+    // (docs/benchmarks.md, "Session 7"). In a thread, the entity code also runs under the SDK's 5 s limit per
+    // activation, as every workflow should.
+    if (loadControl && entityBundle) {
       const entities = Math.max(2, config.credentials.length);
       workers.push(
-        await Worker.create({
-          connection,
-          namespace,
-          taskQueue: queues.credentials,
-          workflowBundle,
-          maxCachedWorkflows: entities,
-          maxConcurrentWorkflowTaskExecutions: entities,
-          maxConcurrentWorkflowTaskPolls: Math.min(entities, 4),
-          debugMode: true,
-          stickyQueueScheduleToStartTimeout: tuning.stickyQueueTimeoutMs,
-        }),
+        await withWorkflowThreadHeap(ENTITY_THREAD_HEAP, () =>
+          Worker.create({
+            connection,
+            namespace,
+            taskQueue: queues.credentials,
+            workflowBundle: entityBundle,
+            maxCachedWorkflows: entities,
+            maxConcurrentWorkflowTaskExecutions: entities,
+            maxConcurrentWorkflowTaskPolls: Math.min(entities, 4),
+            stickyQueueScheduleToStartTimeout: tuning.stickyQueueTimeoutMs,
+          }),
+        ),
       );
     }
   }
