@@ -9,9 +9,11 @@
  *
  * a. **sleeping**: `--intents` intents submitted (`--in-flight` at a time) against a provider that answers
  *    429 `Retry-After: 3600`, so each dispatches once and sleeps. Reported: time until all sleep, `submit` latency,
- *    worker and dev-server RSS once settled. Baselines: a bare workflow that starts and blocks on a timer
- *    (`workflow.start` latency, the goal's baseline) and a bare workflow that makes the same HTTP call in one
- *    activity and then sleeps (the like-for-like path).
+ *    worker and dev-server RSS once settled, CPU per intent. Baselines: a bare workflow that starts and blocks on a
+ *    timer (`workflow.start` latency, the goal's baseline) and a bare workflow that makes the same HTTP call in one
+ *    activity and then sleeps (the like-for-like path). Every side runs all the time, and they take turns in
+ *    `--a-batches` batches (alternating which goes first), so a machine that gets busier during the run weighs on
+ *    each side alike; a side's settle time is the sum of its batches'.
  * b. **throughput**: `--complete` intents against a provider that answers 200 at once, retryq and a bare workflow
  *    with one activity making the same HTTP call, interleaved over `--rounds` rounds; completed per second and
  *    worker CPU per completed intent.
@@ -25,7 +27,7 @@
  * near its core count) is what limits the figure.
  *
  * Flags: `--intents N` (default 1000; 10000 for the goal measurement), `--complete N` (500), `--rounds N` (2),
- * `--wake N` (default: --intents), `--wake-budget N` (requests/min, default 3000), `--in-flight N` (50),
+ * `--a-batches N` (part a; default one per 1,000 intents, at most 10), `--wake N` (default: --intents), `--wake-budget N` (requests/min, default 3000), `--in-flight N` (50),
  * `--cache N` (retryq's maxCachedWorkflows), `--task-concurrency N` (its workflow-task concurrency) and
  * `--sticky-timeout MS` (its sticky-queue schedule-to-start timeout), `--semi-space MB` (its workflow thread's
  * young-generation semi-space), `--old-space MB` (its workflow thread's old-generation limit), `--heap-release MB`
@@ -88,6 +90,8 @@ const opts = {
   oldSpaceMb: tuningFlag('old-space', 'workflowThreadOldSpaceMb'),
   heapReleaseMb: tuningFlag('heap-release', 'heapReleaseAfterBurstMb'),
   wakeRate: tuningFlag('wake-rate', 'wakeUpsPerSecond'),
+  /** Part a: batches taking turns between the sides (default: one per 1,000 intents, at most 10). */
+  aBatches: flag('a-batches', Math.min(10, Math.max(1, Math.round(flag('intents', 1000) / 1000)))),
   /** Part c: seconds from the first submit to the common wake time (default: estimated from the settle rate). */
   wakeAfterS: process.argv.includes('--wake-after') ? flag('wake-after', 0) : undefined,
 };
@@ -155,7 +159,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // ---- the provider -----------------------------------------------------------------------------------------------
 
-/** What the provider answers: `/sleep/…` 429 Retry-After 3600, `/ok/…` 200, `/wake/…` 429 until `wakeAtMs`, then 200. */
+/** What the provider answers: `/sleep/…` and `/sleep-<side>/…` 429 Retry-After 3600, `/ok/…` 200, `/wake/…` 429 until `wakeAtMs`, then 200. */
 class Provider {
   wakeAtMs = Number.POSITIVE_INFINITY;
   readonly counts = new Map<string, number>();
@@ -175,7 +179,7 @@ class Provider {
           res.writeHead(status, { 'content-type': 'application/json', ...headers });
           res.end(status === 200 ? '{"id":"op_1","status":"succeeded"}' : '{"error":{"code":"rate_limited"}}');
         };
-        if (kind === 'sleep') return answer(429, { 'retry-after': '3600' });
+        if (kind === 'sleep' || kind.startsWith('sleep-')) return answer(429, { 'retry-after': '3600' });
         if (kind === 'wake') {
           if (now < this.wakeAtMs)
             return answer(429, { 'retry-after': String(Math.ceil((this.wakeAtMs - now) / 1000)) });
@@ -376,94 +380,150 @@ function intent(provider: Provider, kind: string, key: string): IntentInput {
 
 type Side = 'retryq' | 'bareTimer' | 'bareCallThenTimer';
 
-async function sleepingSide(side: Side, provider: Provider, n: number) {
+/**
+ * One side of part a, set up and kept running so that its batches can interleave with the other sides' (see
+ * {@link sleeping}): its own dev server and worker, and what it has measured so far.
+ */
+async function sleepingSide(side: Side, provider: Provider) {
   const env = await startEnv();
+  const queue = `scale-a-${side}`;
+  let worker: WorkerChild;
   try {
-    const queue = `scale-a-${side}`;
-    const worker = await startWorker(env, {
+    worker = await startWorker(env, {
       mode: side === 'retryq' ? 'retryq' : 'bare',
       queue,
       credential: credential(1_000_000),
       tuning,
     });
-    await sleep(2000);
-    const idle = { workerMb: rssMb(worker.pid), devServerMb: rssMb(env.server.pid) };
-    const idleMemory = await worker.memory();
-    const wft0 = wftDone(await worker.metrics());
-    const retryq = new RetryqClient({ client: env.client, taskQueuePrefix: queue, requireServedCredential: false });
-    const before = provider.count('sleep');
-    const seen0 = side === 'retryq' ? asleepCounted(await worker.metrics()) : 0;
-    const cpu = cpuMeter({ worker: worker.pid, devServer: env.server.pid, bench: process.pid });
-    const t0 = performance.now();
-    log(`a/${side}: putting ${n} to sleep`);
-    const latencies = await pool(n, opts.inFlight, async (i) => {
-      const key = `a-${side}-${i}`;
-      if (side === 'retryq') return retryq.submit(intent(provider, 'sleep', key));
-      if (side === 'bareTimer') return env.client.workflow.start('sleeper', { taskQueue: queue, workflowId: key });
-      return env.client.workflow.start('callThenSleep', {
-        taskQueue: queue,
-        workflowId: key,
-        args: [`${provider.url}/sleep/${key}`, key],
-      });
-    });
-    const submittedMs = performance.now() - t0;
-    // Asleep = every workflow task up to the timer has run: 1 per bare sleeper, 2 per workflow with a call first.
-    const tasksPerWorkflow = side === 'bareTimer' ? 1 : 2;
-    // retryq: every intent is `waiting` (upserted in the workflow task that starts its timer). With load control,
-    // only the first calls reach the provider; the 429 closes the credential's gate and the rest are held, asleep
-    // without a call of their own.
-    // retryq: first the worker's own counters (each intent is held by load control or answered 429 once on its way to
-    // sleep), then visibility; a count query every 100 ms over thousands of rows would load the dev server's SQLite
-    // on this side only (the bare sides read the worker's metrics alone).
-    const settledAt = await waitFor(`${side}: ${n} asleep`, 600_000 + n * 200, async () => {
-      if (side === 'retryq')
-        return (
-          asleepCounted(await worker.metrics()) - seen0 >= n &&
-          (await env.client.workflow.count(`TaskQueue = "${queue}.workflows" AND RetryPhase = "waiting"`)).count >= n
-        );
-      const calls = side === 'bareTimer' || provider.count('sleep') - before >= n;
-      return calls && wftDone(await worker.metrics()) - wft0 >= n * tasksPerWorkflow;
-    });
-    const usage = cpu();
-    await sleep(5000);
-    const workerMb = rssMb(worker.pid);
-    const devServerMb = rssMb(env.server.pid);
-    const settledMemory = await worker.memory();
-    // The same 30 s later, and then after a full GC (with --expose-gc): what V8 gives back by itself, what is live.
-    if (settledMemory) await sleep(30_000);
-    const laterMemory = settledMemory ? await worker.memory() : undefined;
-    const afterGcMemory = settledMemory ? await worker.memory(true) : undefined;
-    const m = await worker.metrics();
-    const waiting =
-      side === 'retryq'
-        ? await env.client.workflow.count(`TaskQueue = "${queue}.workflows" AND RetryPhase = "waiting"`)
-        : undefined;
-    await worker.stop();
-    return {
-      n,
-      settleS: round2((settledAt - t0) / 1000),
-      submitAllS: round2(submittedMs / 1000),
-      providerCalls: provider.count('sleep') - before,
-      startLatencyMs: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) },
-      workerRssMb: {
-        idle: idle.workerMb,
-        settled: workerMb,
-        perSleepingKb: Math.round(((workerMb - idle.workerMb) * 1024) / n),
-      },
-      devServerRssMb: { idle: idle.devServerMb, settled: devServerMb },
-      ...(settledMemory
-        ? { workerMemory: { idle: idleMemory, settled: settledMemory, later: laterMemory, afterGc: afterGcMemory } }
-        : {}),
-      workerCache: {
-        size: metric(m, 'sticky_cache_size'),
-        forcedEvictions: metric(m, 'sticky_cache_total_forced_eviction'),
-      },
-      ...(waiting ? { visibilityWaiting: waiting.count } : {}),
-      cpu: usage,
-    };
-  } finally {
+  } catch (err) {
     await stopEnv(env);
+    throw err;
   }
+  await sleep(2000);
+  const idle = { workerMb: rssMb(worker.pid), devServerMb: rssMb(env.server.pid) };
+  const idleMemory = await worker.memory();
+  const wft0 = wftDone(await worker.metrics());
+  const retryq = new RetryqClient({ client: env.client, taskQueuePrefix: queue, requireServedCredential: false });
+  const calls0 = provider.count(`sleep-${side}`);
+  const seen0 = side === 'retryq' ? asleepCounted(await worker.metrics()) : 0;
+  // Asleep = every workflow task up to the timer has run: 1 per bare sleeper, 2 per workflow with a call first.
+  const tasksPerWorkflow = side === 'bareTimer' ? 1 : 2;
+  const latencies: number[] = [];
+  const cpuSeconds: Record<string, number> = {};
+  let settledMs = 0;
+  let submittedMs = 0;
+  let asleep = 0;
+  return {
+    side,
+    /** Puts `count` more to sleep (keys `from`…) and waits until they all sleep; adds to the side's totals. */
+    async batch(from: number, count: number): Promise<void> {
+      const cpu = cpuMeter({ worker: worker.pid, devServer: env.server.pid, bench: process.pid });
+      const t0 = performance.now();
+      log(`a/${side}: putting ${count} to sleep (${asleep} asleep)`);
+      latencies.push(
+        ...(await pool(count, opts.inFlight, async (j) => {
+          const key = `a-${side}-${from + j}`;
+          // Each side's own path, so that the provider counts each side's calls while the sides take turns.
+          const url = `${provider.url}/sleep-${side}/${key}`;
+          if (side === 'retryq') return retryq.submit(intent(provider, `sleep-${side}`, key));
+          if (side === 'bareTimer') return env.client.workflow.start('sleeper', { taskQueue: queue, workflowId: key });
+          return env.client.workflow.start('callThenSleep', { taskQueue: queue, workflowId: key, args: [url, key] });
+        })),
+      );
+      submittedMs += performance.now() - t0;
+      const target = asleep + count;
+      // retryq: first the worker's own counters (each intent is held by load control or answered 429 once on its way
+      // to sleep), then visibility (every intent `waiting`, upserted in the task that starts its timer); a count query
+      // every 100 ms over thousands of rows would load the dev server's SQLite on this side only (the bare sides read
+      // the worker's metrics alone). With load control only the first calls reach the provider: the 429 closes the
+      // credential's gate and the rest are held, asleep without a call of their own.
+      const settledAt = await waitFor(`${side}: ${target} asleep`, 600_000 + count * 200, async () => {
+        if (side === 'retryq')
+          return (
+            asleepCounted(await worker.metrics()) - seen0 >= target &&
+            (await env.client.workflow.count(`TaskQueue = "${queue}.workflows" AND RetryPhase = "waiting"`)).count >=
+              target
+          );
+        const calls = side === 'bareTimer' || provider.count(`sleep-${side}`) - calls0 >= target;
+        return calls && wftDone(await worker.metrics()) - wft0 >= target * tasksPerWorkflow;
+      });
+      settledMs += settledAt - t0;
+      asleep = target;
+      for (const [k, v] of Object.entries(cpu().cpuSeconds)) cpuSeconds[k] = round2((cpuSeconds[k] ?? 0) + v);
+    },
+    /** Measures memory with everything asleep, stops the side, and returns its figures. */
+    async finish() {
+      try {
+        await sleep(5000);
+        const workerMb = rssMb(worker.pid);
+        const devServerMb = rssMb(env.server.pid);
+        const settledMemory = await worker.memory();
+        // The same 30 s later, and then after a full GC (with --expose-gc): what V8 gives back by itself, what is live.
+        if (settledMemory) await sleep(30_000);
+        const laterMemory = settledMemory ? await worker.memory() : undefined;
+        const afterGcMemory = settledMemory ? await worker.memory(true) : undefined;
+        const m = await worker.metrics();
+        const waiting =
+          side === 'retryq'
+            ? await env.client.workflow.count(`TaskQueue = "${queue}.workflows" AND RetryPhase = "waiting"`)
+            : undefined;
+        await worker.stop();
+        return {
+          n: asleep,
+          settleS: round2(settledMs / 1000),
+          submitAllS: round2(submittedMs / 1000),
+          providerCalls: provider.count(`sleep-${side}`) - calls0,
+          startLatencyMs: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) },
+          workerRssMb: {
+            idle: idle.workerMb,
+            settled: workerMb,
+            perSleepingKb: Math.round(((workerMb - idle.workerMb) * 1024) / Math.max(asleep, 1)),
+          },
+          devServerRssMb: { idle: idle.devServerMb, settled: devServerMb },
+          ...(settledMemory
+            ? { workerMemory: { idle: idleMemory, settled: settledMemory, later: laterMemory, afterGc: afterGcMemory } }
+            : {}),
+          workerCache: {
+            size: metric(m, 'sticky_cache_size'),
+            forcedEvictions: metric(m, 'sticky_cache_total_forced_eviction'),
+          },
+          ...(waiting ? { visibilityWaiting: waiting.count } : {}),
+          // CPU used while this side's batches ran (each process's, summed over the batches), and per intent.
+          cpuSeconds,
+          cpuMsPerIntent: Object.fromEntries(
+            Object.entries(cpuSeconds).map(([k, v]) => [k, round2((v * 1000) / Math.max(asleep, 1))]),
+          ),
+        };
+      } finally {
+        await stopEnv(env);
+      }
+    },
+  };
+}
+
+/**
+ * Part a: `n` intents (or workflows) put to sleep on every side, in `--a-batches` batches that take turns between the
+ * sides (the order alternating from batch to batch), so that a machine that gets busier or quieter during the run
+ * weighs on every side alike. Each side's settle time is the sum of its batches' times (first submit to all asleep).
+ */
+async function sleeping(provider: Provider, n: number) {
+  const batches = Math.max(1, Math.min(opts.aBatches, n));
+  const running: Awaited<ReturnType<typeof sleepingSide>>[] = [];
+  const out: Partial<Record<Side, Awaited<ReturnType<(typeof running)[number]['finish']>>>> = {};
+  try {
+    for (const side of sides) running.push(await sleepingSide(side, provider));
+    let done = 0;
+    for (let b = 0; b < batches; b++) {
+      const count = Math.round(((b + 1) * n) / batches) - done;
+      const order = b % 2 === 0 ? running : [...running].reverse();
+      for (const s of order) await s.batch(done, count);
+      done += count;
+    }
+    for (const s of running.splice(0)) out[s.side] = await s.finish();
+  } finally {
+    for (const s of running) await s.finish().catch(() => undefined);
+  }
+  return { batches, ...out };
 }
 
 // ---- b. throughput ----------------------------------------------------------------------------------------------
@@ -754,8 +814,7 @@ async function main() {
   let settleRate: number | undefined;
   try {
     if (only.has('a')) {
-      const a: Record<string, Awaited<ReturnType<typeof sleepingSide>>> = {};
-      for (const side of sides) a[side] = await sleepingSide(side, provider, opts.intents);
+      const a = await sleeping(provider, opts.intents);
       if (a['retryq']) settleRate = opts.intents / a['retryq'].settleS;
       const ratio = (x: number | undefined, y: number | undefined) =>
         x !== undefined && y !== undefined ? round2(x / y) : undefined;
