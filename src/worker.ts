@@ -73,10 +73,12 @@ const codeDir = path.dirname(fileURLToPath(import.meta.url));
 
 /**
  * The intent workflows' bundle, cached on disk and keyed by the code it contains. Works from the sources
- * (`src/workflows/index.ts`) and from the built package (`dist/workflows/index.js`).
+ * (`src/workflows/worker-entry.ts`) and from the built package (`dist/workflows/worker-entry.js`). The entry is
+ * `retryq/workflows` plus the workflow thread's setting that only retryq's own workers make (one stack frame per error;
+ * see src/workflows/worker-entry.ts).
  */
 export function intentWorkflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  const entry = path.join(codeDir, 'workflows', `index${path.extname(fileURLToPath(import.meta.url))}`);
+  const entry = path.join(codeDir, 'workflows', `worker-entry${path.extname(fileURLToPath(import.meta.url))}`);
   // retryq's workflow modules hold no per-workflow state at module level (constants, pure functions, message
   // definitions; the state of a run lives in the run's own objects), so they are loaded once per workflow thread and
   // shared by every intent instead of once per intent: less CPU per new intent and less memory per cached one.

@@ -3,7 +3,10 @@
  * answers `status` and wakes each intent at its time (an evicted intent is replayed from its history). Time-skipping.
  * How short an intent's history stays is asserted on a real server (test/e2e/intent-gate-check.test.ts).
  */
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { workflowIdOf } from '../../src/client.js';
+import { cachedWorkflowBundle } from '../../src/temporal/workflow-bundle.js';
 import type { ScenarioInput } from '../../src/sim/index.js';
 import { dispatchTimes, expectStableDispatches, ms, useIntentHarness } from '../support/intent-harness.js';
 
@@ -65,3 +68,52 @@ describe.each([2, 0])(
     });
   },
 );
+
+/** The `at …` lines of each stack in the SDK's `__stack_trace` answer (stacks are separated by blank lines). */
+function framesPerStack(trace: string): number[] {
+  return trace
+    .split(/\n\s*\n/)
+    .filter((stack) => stack.trim() !== '')
+    .map((stack) => stack.split('\n').filter((line) => /^\s*at /.test(line)).length);
+}
+
+describe("the intents' workflow thread (src/workflows/worker-entry.ts)", () => {
+  it('records one stack frame per promise, where `retryq/workflows` bundled as it is keeps V8’s ten', async () => {
+    // Each bundle on task queues of its own (the time-skipping server never moves a task off a stopped worker's
+    // sticky queue, so a second worker set on the same queues would wait for the first one's credential entity).
+    const stackOfASleepingIntent = async (bundle: typeof h.bundle) => {
+      const t = await h.setup(rateLimitedOnce);
+      const workers = await t.createWorkers(undefined, undefined, bundle);
+      const running = workers.run();
+      try {
+        const input = t.intent();
+        await t.submit(input);
+        await t.waitForStatus(input.idempotencyKey, (s) => s.phase === 'waiting', 'waiting');
+        const handle = t.env.client.workflow.getHandle(workflowIdOf(input.idempotencyKey));
+        const trace = await handle.query<string>('__stack_trace');
+        await handle.terminate('stack checked');
+        return framesPerStack(trace);
+      } finally {
+        workers.shutdown();
+        await running;
+      }
+    };
+    // retryq's own bundle: every pending promise of the sleeping intent has a stack of at most one frame.
+    const own = await stackOfASleepingIntent(h.bundle);
+    expect(own.length).toBeGreaterThan(0);
+    expect(Math.max(...own)).toBe(1);
+    // The same workflows from `retryq/workflows` alone, as an application bundles them: the thread keeps its frames.
+    const plain = await cachedWorkflowBundle({
+      workflowsPath: fileURLToPath(new URL('../../src/workflows/index.ts', import.meta.url)),
+      inputs: ['src'],
+    });
+    expect(Math.max(...(await stackOfASleepingIntent(plain)))).toBeGreaterThan(1);
+  });
+
+  it('leaves the limit alone in a process that imports `retryq/workflows`', async () => {
+    const before = Error.stackTraceLimit;
+    await import('../../src/workflows/index.js');
+    expect(Error.stackTraceLimit).toBe(before);
+    expect(before).toBeGreaterThan(1);
+  });
+});

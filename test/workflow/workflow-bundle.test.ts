@@ -56,7 +56,7 @@ describe('the intent workflow bundle', () => {
     const { code } = await intentWorkflowBundle();
     // The SDK's entry runs `preloadModules()` when it creates a workflow thread's context, before any workflow.
     const preload = /preloadModules = function preloadModules\(\) \{([^}]*)\}/.exec(code);
-    expect(preload?.[1]).toMatch(/"\.\/src\/workflows\/index\.ts"/);
+    expect(preload?.[1]).toMatch(/"\.\/src\/workflows\/worker-entry\.ts"/);
     const control = await cachedWorkflowBundle({
       workflowsPath: fileURLToPath(new URL('./fixtures/schema-importing-workflow.ts', import.meta.url)),
       inputs: [fileURLToPath(new URL('./fixtures/schema-importing-workflow.ts', import.meta.url)), 'src'],
