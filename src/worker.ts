@@ -122,7 +122,7 @@ export interface WorkerSetup {
   clock?: () => number;
   /**
    * The bundle the intents' workflow thread runs. The credentials' entity thread always runs its own
-   * ({@link credentialWorkflowBundle}). @default the cached bundle of src/workflows
+   * ({@link credentialWorkflowBundle}). @default {@link intentWorkflowBundle}: retryq/workflows, one stack frame per error
    */
   workflowBundle?: WorkflowBundleWithSourceMap;
   /** Which roles to run. @default all three */
