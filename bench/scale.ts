@@ -27,13 +27,14 @@
  * near its core count) is what limits the figure.
  *
  * Flags: `--intents N` (default 1000; 10000 for the goal measurement), `--complete N` (500), `--rounds N` (2),
- * `--a-batches N` (part a; default one per 1,000 intents, at most 10), `--wake N` (default: --intents), `--wake-budget N` (requests/min, default 3000), `--in-flight N` (50),
- * `--cache N` (retryq's maxCachedWorkflows), `--task-concurrency N` (its workflow-task concurrency) and
- * `--sticky-timeout MS` (its sticky-queue schedule-to-start timeout), `--semi-space MB` (its workflow thread's
+ * `--a-batches N` (part a; default one per 1,000 intents, at most 10), `--wake N` (default: --intents),
+ * `--wake-budget N` (requests/min, default 3000), `--in-flight N` (50), `--cache N` (retryq's maxCachedWorkflows),
+ * `--task-concurrency N` (its workflow-task concurrency) and `--sticky-timeout MS` (its sticky-queue schedule-to-start timeout), `--semi-space MB` (its workflow thread's
  * young-generation semi-space), `--old-space MB` (its workflow thread's old-generation limit), `--heap-release MB`
  * (the main-thread heap growth after which an idle worker collects garbage), `--wake-rate N` (its wake-ups per
- * second, `wakeUpsPerSecond`), all defaulting to retryq's defaults, `--wake-after S` (part c: the common wake time, seconds after the first submit; default: from
- * the settle rate), `--only a,b,c`, `--sides retryq,bareTimer,bareCallThenTimer` (part a).
+ * second, `wakeUpsPerSecond`), all defaulting to retryq's defaults, `--wake-after S` (part c: the common wake time,
+ * seconds after the first submit; default: from the settle rate), `--only a,b,c`,
+ * `--sides retryq,bareTimer,bareCallThenTimer` (part a).
  */
 import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -159,7 +160,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // ---- the provider -----------------------------------------------------------------------------------------------
 
-/** What the provider answers: `/sleep/…` and `/sleep-<side>/…` 429 Retry-After 3600, `/ok/…` 200, `/wake/…` 429 until `wakeAtMs`, then 200. */
+/**
+ * What the provider answers: `/sleep-<side>/…` 429 Retry-After 3600 (each side of part a on its own path, so that
+ * each side's calls are counted while the sides take turns), `/ok/…` 200, `/wake/…` 429 until `wakeAtMs`, then 200.
+ */
 class Provider {
   wakeAtMs = Number.POSITIVE_INFINITY;
   readonly counts = new Map<string, number>();
@@ -179,7 +183,7 @@ class Provider {
           res.writeHead(status, { 'content-type': 'application/json', ...headers });
           res.end(status === 200 ? '{"id":"op_1","status":"succeeded"}' : '{"error":{"code":"rate_limited"}}');
         };
-        if (kind === 'sleep' || kind.startsWith('sleep-')) return answer(429, { 'retry-after': '3600' });
+        if (kind.startsWith('sleep-')) return answer(429, { 'retry-after': '3600' });
         if (kind === 'wake') {
           if (now < this.wakeAtMs)
             return answer(429, { 'retry-after': String(Math.ceil((this.wakeAtMs - now) / 1000)) });
@@ -423,11 +427,10 @@ async function sleepingSide(side: Side, provider: Provider) {
       latencies.push(
         ...(await pool(count, opts.inFlight, async (j) => {
           const key = `a-${side}-${from + j}`;
-          // Each side's own path, so that the provider counts each side's calls while the sides take turns.
-          const url = `${provider.url}/sleep-${side}/${key}`;
           if (side === 'retryq') return retryq.submit(intent(provider, `sleep-${side}`, key));
           if (side === 'bareTimer') return env.client.workflow.start('sleeper', { taskQueue: queue, workflowId: key });
-          return env.client.workflow.start('callThenSleep', { taskQueue: queue, workflowId: key, args: [url, key] });
+          const args = [`${provider.url}/sleep-${side}/${key}`, key];
+          return env.client.workflow.start('callThenSleep', { taskQueue: queue, workflowId: key, args });
         })),
       );
       submittedMs += performance.now() - t0;
