@@ -10,7 +10,8 @@
  *   inspection queues of one credential), with the given worker tuning or the defaults.
  * - `bare`: one plain Temporal worker with the baseline workflows (bench/scale-workflows.ts, bundled by the SDK) and
  *   their one activity (the same HTTP request retryq sends), SDK defaults except the activity slots, which match the
- *   credential's concurrency.
+ *   credential's concurrency; with `ownActivityQueue`, a second worker serves the activity on `<queue>-activities`
+ *   (part b's `bareOwnQueue` side).
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -83,7 +84,22 @@ async function start(spec) {
     activities: createBareActivities(),
     maxConcurrentActivityTaskExecutions: spec.credential.concurrency,
   });
-  return { run: worker.run(), stop: () => worker.shutdown() };
+  if (!spec.ownActivityQueue) return { run: worker.run(), stop: () => worker.shutdown() };
+  // Part b's `bareOwnQueue` side: the activity also served on a task queue of its own.
+  const activityWorker = await Worker.create({
+    connection,
+    namespace: spec.namespace,
+    taskQueue: `${spec.queue}-activities`,
+    activities: createBareActivities(),
+    maxConcurrentActivityTaskExecutions: spec.credential.concurrency,
+  });
+  return {
+    run: Promise.all([worker.run(), activityWorker.run()]).then(() => undefined),
+    stop: () => {
+      worker.shutdown();
+      activityWorker.shutdown();
+    },
+  };
 }
 
 /** @type {{ run: Promise<void>; stop: () => void } | undefined} */

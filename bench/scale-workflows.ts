@@ -2,7 +2,8 @@
  * The bare Temporal baselines of `npm run bench:scale`: the least a plain Temporal application does for the same
  * job, on the same server, with SDK defaults. Bundled on its own (nothing from retryq).
  */
-import { proxyActivities, sleep } from '@temporalio/workflow';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { proxyActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
 
 /** The bare baseline's one activity (bench/scale-worker.mjs): the same HTTP request retryq's dispatch sends. */
 interface BareActivities {
@@ -25,4 +26,30 @@ export async function callThenSleep(url: string, key: string): Promise<void> {
 /** One HTTP call through one activity: an intent that succeeds at once. */
 export async function callOnce(url: string, key: string): Promise<number> {
   return call(url, key);
+}
+
+// Part b's decomposition sides: the bare workflow with one of retryq's costs added at a time, so that the gap between
+// retryq and bare is measured piece by piece in the same run.
+
+/** retryq's phase attribute (the bench registers retryq's search attributes on its dev server). */
+const phaseKey = defineSearchAttributeKey('RetryPhase', SearchAttributeType.KEYWORD);
+
+/** The same activity on a task queue of its own (`<queue>-activities`), as retryq's dispatch runs on its credential's. */
+const { call: callOnItsOwnQueue } = proxyActivities<BareActivities>({
+  startToCloseTimeout: '30s',
+  retry: { maximumAttempts: 1 },
+  taskQueue: 'scale-b-bare-activities',
+});
+
+/** {@link callOnce} with its activity matched on a queue of its own: no eager dispatch with the workflow task. */
+export async function callOnceOwnQueue(url: string, key: string): Promise<number> {
+  return callOnItsOwnQueue(url, key);
+}
+
+/** {@link callOnce} with the two search-attribute upserts of a successful intent (`dispatching`, `succeeded`). */
+export async function callOnceWithUpserts(url: string, key: string): Promise<number> {
+  upsertSearchAttributes([{ key: phaseKey, value: 'dispatching' }]);
+  const status = await call(url, key);
+  upsertSearchAttributes([{ key: phaseKey, value: 'succeeded' }]);
+  return status;
 }

@@ -16,7 +16,10 @@
  *    each side alike; a side's settle time is the sum of its batches'.
  * b. **throughput**: `--complete` intents against a provider that answers 200 at once, retryq and a bare workflow
  *    with one activity making the same HTTP call, interleaved over `--rounds` rounds; completed per second and
- *    worker CPU per completed intent.
+ *    worker CPU per completed intent. `--b-sides retryq,bare,bareOwnQueue,bareUpserts` adds the decomposition
+ *    sides: the bare workflow with its activity on a task queue of its own (as retryq's dispatch runs on its
+ *    credential's queue, so it is not handed out eagerly with the workflow task), and the bare workflow with a
+ *    successful intent's two search-attribute upserts; each is reported as a ratio to bare, pair by pair.
  * c. **wake-up storm**: `--wake` intents put to sleep until one common time (Retry-After pointing at it), then
  *    woken together, with the credential's budget set to `--wake-budget` requests per minute. Reported: time until
  *    all are dispatched and completed, workflow-task latency p50/p99 (from the histories), workflow-task timeouts
@@ -34,7 +37,7 @@
  * (the main-thread heap growth after which an idle worker collects garbage), `--wake-rate N` (its wake-ups per
  * second, `wakeUpsPerSecond`), all defaulting to retryq's defaults, `--wake-after S` (part c: the common wake time,
  * seconds after the first submit; default: from the settle rate), `--only a,b,c`,
- * `--sides retryq,bareTimer,bareCallThenTimer` (part a).
+ * `--sides retryq,bareTimer,bareCallThenTimer` (part a), `--b-sides retryq,bare[,bareOwnQueue][,bareUpserts]` (part b).
  */
 import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -96,6 +99,21 @@ const opts = {
   /** Part c: seconds from the first submit to the common wake time (default: estimated from the settle rate). */
   wakeAfterS: process.argv.includes('--wake-after') ? flag('wake-after', 0) : undefined,
 };
+/** Part b's sides: retryq and bare always; the decomposition sides on request (`--b-sides`). */
+const bSidesAt = process.argv.indexOf('--b-sides');
+const allBSides = ['retryq', 'bare', 'bareOwnQueue', 'bareUpserts'] as const;
+type BSide = (typeof allBSides)[number];
+const bSides: BSide[] = (() => {
+  const asked = bSidesAt < 0 ? ['retryq', 'bare'] : (process.argv[bSidesAt + 1] ?? '').split(',');
+  const unknown = asked.filter((x) => !(allBSides as readonly string[]).includes(x));
+  if (unknown.length > 0 || !asked.includes('retryq') || !asked.includes('bare')) {
+    console.error(
+      `--b-sides takes retryq and bare plus any of bareOwnQueue, bareUpserts, comma-separated (got ${asked.join(',')})`,
+    );
+    process.exit(2);
+  }
+  return allBSides.filter((x) => asked.includes(x));
+})();
 const sidesAt = process.argv.indexOf('--sides');
 const allSides = ['bareTimer', 'retryq', 'bareCallThenTimer'] as const;
 const sides = allSides.filter((side) =>
@@ -247,6 +265,8 @@ export interface WorkerSpec {
   queue: string;
   credential: CredentialConfig;
   tuning?: Partial<WorkerTuning> | undefined;
+  /** bare: also serve the activity on `<queue>-activities` (part b's `bareOwnQueue` side). */
+  ownActivityQueue?: boolean;
 }
 
 interface WorkerChild {
@@ -544,7 +564,13 @@ async function throughput(provider: Provider) {
       mode: 'bare',
       queue: 'scale-b-bare',
       credential: credential(1_000_000),
+      ownActivityQueue: bSides.includes('bareOwnQueue'),
     });
+    const bareWorkflow: Record<Exclude<BSide, 'retryq'>, string> = {
+      bare: 'callOnce',
+      bareOwnQueue: 'callOnceOwnQueue',
+      bareUpserts: 'callOnceWithUpserts',
+    };
     // `BENCH_GATE_CHECK=0`: intents started without the local gate check (to measure what the check costs here).
     const retryq = new RetryqClient({
       client: env.client,
@@ -555,7 +581,8 @@ async function throughput(provider: Provider) {
     const rounds: Record<string, unknown>[] = [];
     const m = opts.complete;
     for (let r = 0; r < opts.rounds; r++) {
-      const order: ('retryq' | 'bare')[] = r % 2 === 0 ? ['retryq', 'bare'] : ['bare', 'retryq'];
+      // Each round starts one side later than the one before (two sides: they alternate which goes first).
+      const order = bSides.map((_, i) => bSides[(i + r) % bSides.length]!);
       for (const side of order) {
         const worker = side === 'retryq' ? retryqWorker : bareWorker;
         await sleep(1000);
@@ -567,7 +594,7 @@ async function throughput(provider: Provider) {
         await pool(m, opts.inFlight, async (i) => {
           const key = `b-${r}-${side}-${i}`;
           if (side === 'retryq') return retryq.submit(intent(provider, 'ok', key));
-          return env.client.workflow.start('callOnce', {
+          return env.client.workflow.start(bareWorkflow[side], {
             taskQueue: 'scale-b-bare',
             workflowId: key,
             args: [`${provider.url}/ok/${key}`, key],
@@ -597,6 +624,7 @@ async function throughput(provider: Provider) {
       }
     }
     const rate = (side: string) => rounds.filter((x) => x['side'] === side).map((x) => x['completedPerS'] as number);
+    const pairs = (side: string) => rate(side).map((x, i) => x / rate('bare')[i]!);
     const median = (xs: number[]) => percentile(xs, 50);
     const sample = retryq.client.workflow.getHandle(workflowIdOf('b-0-retryq-0'));
     const bareSample = env.client.workflow.getHandle('b-0-bare-0');
@@ -608,6 +636,14 @@ async function throughput(provider: Provider) {
       entityEvents += w.closeTime
         ? w.historyLength
         : (await env.client.workflow.getHandle(w.workflowId, w.runId).describe()).historyLength;
+    const decomposition: Record<string, unknown> = {};
+    for (const side of bSides.filter((x) => x !== 'retryq' && x !== 'bare'))
+      decomposition[side] = {
+        perS: rate(side),
+        pairRatiosVsBare: pairs(side).map(round2),
+        pairRatioMedianVsBare: round2(median(pairs(side))),
+        historyEvents: await events(env.client.workflow.getHandle(`b-0-${side}-0`)),
+      };
     const result = {
       n: m,
       loadControlEntityEventsPerIntent: round2(entityEvents / (m * opts.rounds)),
@@ -620,6 +656,8 @@ async function throughput(provider: Provider) {
       pairRatios: rate('retryq').map((x, i) => round2(x / rate('bare')[i]!)),
       pairRatioMedian: round2(median(rate('retryq').map((x, i) => x / rate('bare')[i]!))),
       historyEvents: { retryq: await events(sample), bare: await events(bareSample) },
+      // The bare workflow with one of retryq's costs added: what each costs, as a share of bare's throughput.
+      ...(Object.keys(decomposition).length > 0 ? { decomposition } : {}),
     };
     await retryqWorker.stop();
     await bareWorker.stop();
