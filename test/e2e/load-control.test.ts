@@ -71,7 +71,9 @@ describe('when the provider answers one dispatch of a credential with 429 (invar
         expect(ms(s.nextAttemptAt)).toBeGreaterThanOrEqual(ms(s.held?.until));
       }
       const details = await currentDetails(t, keys[0]!);
-      expect(details).toMatch(/^Waiting: credential acme-prod is rate limited until \d{2}:\d{2}:\d{2} UTC \(HTTP 429/);
+      expect(details).toMatch(
+        /^Waiting: credential acme-prod is rate limited until (?:\d{4}-\d\d-\d\d )?\d{2}:\d{2}:\d{2} UTC \(HTTP 429/,
+      );
       expect(details).toContain('Nothing was sent and no attempt was used');
 
       // Each wakes after the gate opens (spread by its place; the spread itself is property-tested in unit tests).

@@ -184,9 +184,10 @@ describe('the Temporal UI served by retryq dev', () => {
 
     const metadata = await openTab(page, 'User Metadata', /Waiting for provider until/);
     expect(metadata).toContain(`key ${key}`);
-    // The UI's markdown renderer typesets "1/10" with a fraction slash (U+2044).
+    // The UI's markdown renderer typesets "1/10" with a fraction slash (U+2044). A wait that ends on another UTC day
+    // (this test run after 23:00 UTC) names the date before the time.
     expect(metadata).toMatch(
-      /Waiting for provider until \d\d:\d\d:\d\d UTC \(Retry-After 3600 s, attempt 1[/\u2044]10\)/,
+      /Waiting for provider until (?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC \(Retry-After 3600 s, attempt 1[/\u2044]10\)/,
     );
     await page.screenshot({ path: path.join(shots, 'ui-intent-details.png') });
 
@@ -269,7 +270,9 @@ describe('failures and stalls in the Temporal UI', () => {
         .click();
       await page.getByText('User Metadata', { exact: true }).first().waitFor();
       const metadata = await openTab(page, 'User Metadata', /No worker has served credential/);
-      expect(metadata).toMatch(/No worker has served credential nobody-serves-this since \d\d:\d\d:\d\d UTC/);
+      expect(metadata).toMatch(
+        /No worker has served credential nobody-serves-this since (?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC/,
+      );
       await page.screenshot({ path: path.join(shots, 'ui-stalled-intent.png') });
 
       await rq.cancel(key, 'no worker will ever serve it');

@@ -106,7 +106,7 @@ describe('when the provider is down and then recovers', () => {
         .getHandle(workflowIdOf(input.idempotencyKey))
         .query<{ currentDetails?: string }>('__temporal_workflow_metadata');
       expect(metadata.currentDetails).toMatch(
-        /^Waiting: provider unreachable since \d\d:\d\d:\d\d UTC \(connection refused\); nothing was sent and no attempt was used\./,
+        /^Waiting: provider unreachable since (?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC \(connection refused\); nothing was sent and no attempt was used\./,
       );
       await t.sim.resumeListening();
       return t.client.result(input.idempotencyKey);
