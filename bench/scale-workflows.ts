@@ -53,3 +53,11 @@ export async function callOnceWithUpserts(url: string, key: string): Promise<num
   upsertSearchAttributes([{ key: phaseKey, value: 'succeeded' }]);
   return status;
 }
+
+/** Both at once: the activity on a queue of its own and the two upserts (the costs DESIGN.md requires of an intent). */
+export async function callOnceOwnQueueWithUpserts(url: string, key: string): Promise<number> {
+  upsertSearchAttributes([{ key: phaseKey, value: 'dispatching' }]);
+  const status = await callOnItsOwnQueue(url, key);
+  upsertSearchAttributes([{ key: phaseKey, value: 'succeeded' }]);
+  return status;
+}

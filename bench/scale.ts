@@ -18,8 +18,9 @@
  *    with one activity making the same HTTP call, interleaved over `--rounds` rounds; completed per second and
  *    worker CPU per completed intent. `--b-sides retryq,bare,bareOwnQueue,bareUpserts` adds the decomposition
  *    sides: the bare workflow with its activity on a task queue of its own (as retryq's dispatch runs on its
- *    credential's queue, so it is not handed out eagerly with the workflow task), and the bare workflow with a
- *    successful intent's two search-attribute upserts; each is reported as a ratio to bare, pair by pair.
+ *    credential's queue, so it is not handed out eagerly with the workflow task), the bare workflow with a
+ *    successful intent's two search-attribute upserts, and both at once (`bareOwnQueueUpserts`: the bare workflow
+ *    paying the two costs DESIGN.md requires of an intent). Each is reported as a ratio to bare, pair by pair.
  * c. **wake-up storm**: `--wake` intents put to sleep until one common time (Retry-After pointing at it), then
  *    woken together, with the credential's budget set to `--wake-budget` requests per minute. Reported: time until
  *    all are dispatched and completed, workflow-task latency p50/p99 (from the histories), workflow-task timeouts
@@ -37,7 +38,7 @@
  * (the main-thread heap growth after which an idle worker collects garbage), `--wake-rate N` (its wake-ups per
  * second, `wakeUpsPerSecond`), all defaulting to retryq's defaults, `--wake-after S` (part c: the common wake time,
  * seconds after the first submit; default: from the settle rate), `--only a,b,c`,
- * `--sides retryq,bareTimer,bareCallThenTimer` (part a), `--b-sides retryq,bare[,bareOwnQueue][,bareUpserts]` (part b).
+ * `--sides retryq,bareTimer,bareCallThenTimer` (part a), `--b-sides retryq,bare[,bareOwnQueue][,bareUpserts][,bareOwnQueueUpserts]` (part b).
  */
 import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -101,14 +102,14 @@ const opts = {
 };
 /** Part b's sides: retryq and bare always; the decomposition sides on request (`--b-sides`). */
 const bSidesAt = process.argv.indexOf('--b-sides');
-const allBSides = ['retryq', 'bare', 'bareOwnQueue', 'bareUpserts'] as const;
+const allBSides = ['retryq', 'bare', 'bareOwnQueue', 'bareUpserts', 'bareOwnQueueUpserts'] as const;
 type BSide = (typeof allBSides)[number];
 const bSides: BSide[] = (() => {
   const asked = bSidesAt < 0 ? ['retryq', 'bare'] : (process.argv[bSidesAt + 1] ?? '').split(',');
   const unknown = asked.filter((x) => !(allBSides as readonly string[]).includes(x));
   if (unknown.length > 0 || !asked.includes('retryq') || !asked.includes('bare')) {
     console.error(
-      `--b-sides takes retryq and bare plus any of bareOwnQueue, bareUpserts, comma-separated (got ${asked.join(',')})`,
+      `--b-sides takes retryq and bare plus any of bareOwnQueue, bareUpserts, bareOwnQueueUpserts, comma-separated (got ${asked.join(',')})`,
     );
     process.exit(2);
   }
@@ -564,12 +565,13 @@ async function throughput(provider: Provider) {
       mode: 'bare',
       queue: 'scale-b-bare',
       credential: credential(1_000_000),
-      ownActivityQueue: bSides.includes('bareOwnQueue'),
+      ownActivityQueue: bSides.includes('bareOwnQueue') || bSides.includes('bareOwnQueueUpserts'),
     });
     const bareWorkflow: Record<Exclude<BSide, 'retryq'>, string> = {
       bare: 'callOnce',
       bareOwnQueue: 'callOnceOwnQueue',
       bareUpserts: 'callOnceWithUpserts',
+      bareOwnQueueUpserts: 'callOnceOwnQueueWithUpserts',
     };
     // `BENCH_GATE_CHECK=0`: intents started without the local gate check (to measure what the check costs here).
     const retryq = new RetryqClient({
