@@ -76,29 +76,22 @@ async function start(spec) {
     workflowsPath: path.join(here, 'scale-workflows.ts'),
     inputs: [path.join(here, 'scale-workflows.ts')],
   });
-  const worker = await Worker.create({
-    connection,
-    namespace: spec.namespace,
-    taskQueue: spec.queue,
-    workflowBundle,
-    activities: createBareActivities(),
-    maxConcurrentActivityTaskExecutions: spec.credential.concurrency,
-  });
-  if (!spec.ownActivityQueue) return { run: worker.run(), stop: () => worker.shutdown() };
-  // Part b's `bareOwnQueue` side: the activity also served on a task queue of its own.
-  const activityWorker = await Worker.create({
-    connection,
-    namespace: spec.namespace,
-    taskQueue: `${spec.queue}-activities`,
-    activities: createBareActivities(),
-    maxConcurrentActivityTaskExecutions: spec.credential.concurrency,
-  });
+  /** @param {string} taskQueue @param {object} [more] */
+  const bareWorker = (taskQueue, more) =>
+    Worker.create({
+      connection,
+      namespace: spec.namespace,
+      taskQueue,
+      activities: createBareActivities(),
+      maxConcurrentActivityTaskExecutions: spec.credential.concurrency,
+      ...more,
+    });
+  const workers = [await bareWorker(spec.queue, { workflowBundle })];
+  // Part b's own-queue sides: the activity also served on a task queue of its own.
+  if (spec.ownActivityQueue) workers.push(await bareWorker(`${spec.queue}-activities`));
   return {
-    run: Promise.all([worker.run(), activityWorker.run()]).then(() => undefined),
-    stop: () => {
-      worker.shutdown();
-      activityWorker.shutdown();
-    },
+    run: Promise.all(workers.map((w) => w.run())).then(() => undefined),
+    stop: () => workers.forEach((w) => w.shutdown()),
   };
 }
 

@@ -34,7 +34,10 @@ export async function callOnce(url: string, key: string): Promise<number> {
 /** retryq's phase attribute (the bench registers retryq's search attributes on its dev server). */
 const phaseKey = defineSearchAttributeKey('RetryPhase', SearchAttributeType.KEYWORD);
 
-/** The same activity on a task queue of its own (`<queue>-activities`), as retryq's dispatch runs on its credential's. */
+/**
+ * The same activity on a task queue of its own, as retryq's dispatch runs on its credential's: `<queue>-activities`
+ * of part b's bare worker (bench/scale-worker.mjs serves it when `ownActivityQueue` is set).
+ */
 const { call: callOnItsOwnQueue } = proxyActivities<BareActivities>({
   startToCloseTimeout: '30s',
   retry: { maximumAttempts: 1 },
@@ -46,18 +49,20 @@ export async function callOnceOwnQueue(url: string, key: string): Promise<number
   return callOnItsOwnQueue(url, key);
 }
 
-/** {@link callOnce} with the two search-attribute upserts of a successful intent (`dispatching`, `succeeded`). */
-export async function callOnceWithUpserts(url: string, key: string): Promise<number> {
+/** One call between the two search-attribute upserts of a successful intent (`dispatching`, `succeeded`). */
+async function betweenUpserts(send: () => Promise<number>): Promise<number> {
   upsertSearchAttributes([{ key: phaseKey, value: 'dispatching' }]);
-  const status = await call(url, key);
+  const status = await send();
   upsertSearchAttributes([{ key: phaseKey, value: 'succeeded' }]);
   return status;
 }
 
+/** {@link callOnce} with the two search-attribute upserts of a successful intent. */
+export async function callOnceWithUpserts(url: string, key: string): Promise<number> {
+  return betweenUpserts(() => call(url, key));
+}
+
 /** Both at once: the activity on a queue of its own and the two upserts (the costs DESIGN.md requires of an intent). */
 export async function callOnceOwnQueueWithUpserts(url: string, key: string): Promise<number> {
-  upsertSearchAttributes([{ key: phaseKey, value: 'dispatching' }]);
-  const status = await callOnItsOwnQueue(url, key);
-  upsertSearchAttributes([{ key: phaseKey, value: 'succeeded' }]);
-  return status;
+  return betweenUpserts(() => callOnItsOwnQueue(url, key));
 }

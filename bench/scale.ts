@@ -16,8 +16,8 @@
  *    each side alike; a side's settle time is the sum of its batches'.
  * b. **throughput**: `--complete` intents against a provider that answers 200 at once, retryq and a bare workflow
  *    with one activity making the same HTTP call, interleaved over `--rounds` rounds; completed per second and
- *    worker CPU per completed intent. `--b-sides retryq,bare,bareOwnQueue,bareUpserts` adds the decomposition
- *    sides: the bare workflow with its activity on a task queue of its own (as retryq's dispatch runs on its
+ *    worker CPU per completed intent. `--b-sides retryq,bare,bareOwnQueue,bareUpserts,bareOwnQueueUpserts` adds the
+ *    decomposition sides: the bare workflow with its activity on a task queue of its own (as retryq's dispatch runs on its
  *    credential's queue, so it is not handed out eagerly with the workflow task), the bare workflow with a
  *    successful intent's two search-attribute upserts, and both at once (`bareOwnQueueUpserts`: the bare workflow
  *    paying the two costs DESIGN.md requires of an intent). Each is reported as a ratio to bare, pair by pair.
@@ -33,12 +33,13 @@
  * Flags: `--intents N` (default 1000; 10000 for the goal measurement), `--complete N` (500), `--rounds N` (2),
  * `--a-batches N` (part a; default one per 1,000 intents, at most 10), `--wake N` (default: --intents),
  * `--wake-budget N` (requests/min, default 3000), `--in-flight N` (50), `--cache N` (retryq's maxCachedWorkflows),
- * `--task-concurrency N` (its workflow-task concurrency) and `--sticky-timeout MS` (its sticky-queue schedule-to-start timeout), `--semi-space MB` (its workflow thread's
- * young-generation semi-space), `--old-space MB` (its workflow thread's old-generation limit), `--heap-release MB`
+ * `--task-concurrency N` (its workflow-task concurrency) and `--sticky-timeout MS` (its sticky-queue schedule-to-start
+ * timeout), `--semi-space MB` (its workflow thread's young-generation semi-space), `--old-space MB` (its workflow thread's old-generation limit), `--heap-release MB`
  * (the main-thread heap growth after which an idle worker collects garbage), `--wake-rate N` (its wake-ups per
  * second, `wakeUpsPerSecond`), all defaulting to retryq's defaults, `--wake-after S` (part c: the common wake time,
  * seconds after the first submit; default: from the settle rate), `--only a,b,c`,
- * `--sides retryq,bareTimer,bareCallThenTimer` (part a), `--b-sides retryq,bare[,bareOwnQueue][,bareUpserts][,bareOwnQueueUpserts]` (part b).
+ * `--sides retryq,bareTimer,bareCallThenTimer` (part a),
+ * `--b-sides retryq,bare[,bareOwnQueue][,bareUpserts][,bareOwnQueueUpserts]` (part b).
  */
 import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -655,8 +656,8 @@ async function throughput(provider: Provider) {
       ratioMedian: round2(median(rate('retryq')) / median(rate('bare'))),
       // Each round's two sides ran back to back (in alternating order), so the drift of a long run (the dev server's
       // store filling up, other load) cancels within a pair: the pairs' ratios and their median.
-      pairRatios: rate('retryq').map((x, i) => round2(x / rate('bare')[i]!)),
-      pairRatioMedian: round2(median(rate('retryq').map((x, i) => x / rate('bare')[i]!))),
+      pairRatios: pairs('retryq').map(round2),
+      pairRatioMedian: round2(median(pairs('retryq'))),
       historyEvents: { retryq: await events(sample), bare: await events(bareSample) },
       // The bare workflow with one of retryq's costs added: what each costs, as a share of bare's throughput.
       ...(Object.keys(decomposition).length > 0 ? { decomposition } : {}),
