@@ -437,6 +437,7 @@ async function sleepingSide(side: Side, provider: Provider) {
   const latencies: number[] = [];
   const cpuSeconds: Record<string, number> = {};
   let settledMs = 0;
+  let workerSettledMs = 0;
   let submittedMs = 0;
   let asleep = 0;
   return {
@@ -462,17 +463,23 @@ async function sleepingSide(side: Side, provider: Provider) {
       // every 100 ms over thousands of rows would load the dev server's SQLite on this side only (the bare sides read
       // the worker's metrics alone). With load control only the first calls reach the provider: the 429 closes the
       // credential's gate and the rest are held, asleep without a call of their own.
+      // retryq: when the worker had counted them all (the rest of the settle time is visibility catching up).
+      let workerCountedAt: number | undefined;
       const settledAt = await waitFor(`${side}: ${target} asleep`, 600_000 + count * 200, async () => {
-        if (side === 'retryq')
+        if (side === 'retryq') {
+          if (workerCountedAt === undefined && asleepCounted(await worker.metrics()) - seen0 >= target)
+            workerCountedAt = performance.now();
           return (
-            asleepCounted(await worker.metrics()) - seen0 >= target &&
+            workerCountedAt !== undefined &&
             (await env.client.workflow.count(`TaskQueue = "${queue}.workflows" AND RetryPhase = "waiting"`)).count >=
               target
           );
+        }
         const calls = side === 'bareTimer' || provider.count(`sleep-${side}`) - calls0 >= target;
         return calls && wftDone(await worker.metrics()) - wft0 >= target * tasksPerWorkflow;
       });
       settledMs += settledAt - t0;
+      workerSettledMs += (workerCountedAt ?? settledAt) - t0;
       asleep = target;
       for (const [k, v] of Object.entries(cpu().cpuSeconds)) cpuSeconds[k] = round2((cpuSeconds[k] ?? 0) + v);
     },
@@ -488,6 +495,12 @@ async function sleepingSide(side: Side, provider: Provider) {
         const laterMemory = settledMemory ? await worker.memory() : undefined;
         const afterGcMemory = settledMemory ? await worker.memory(true) : undefined;
         const m = await worker.metrics();
+        // 200 spread over every batch: their histories say where the way to sleep went.
+        const step = Math.max(1, Math.floor(asleep / 200));
+        const sample = Array.from({ length: Math.min(200, asleep) }, (_, i) => `a-${side}-${i * step}`).map((key) =>
+          side === 'retryq' ? workflowIdOf(key) : key,
+        );
+        const stagesMs = await sleepStages(env.client, sample);
         const waiting =
           side === 'retryq'
             ? await env.client.workflow.count(`TaskQueue = "${queue}.workflows" AND RetryPhase = "waiting"`)
@@ -497,6 +510,8 @@ async function sleepingSide(side: Side, provider: Provider) {
           n: asleep,
           settleS: round2(settledMs / 1000),
           submitAllS: round2(submittedMs / 1000),
+          // retryq: the part of settleS until the worker had counted every intent asleep; the rest is visibility.
+          ...(side === 'retryq' ? { workerSettleS: round2(workerSettledMs / 1000) } : {}),
           providerCalls: provider.count(`sleep-${side}`) - calls0,
           startLatencyMs: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) },
           workerRssMb: {
@@ -513,6 +528,7 @@ async function sleepingSide(side: Side, provider: Provider) {
             forcedEvictions: metric(m, 'sticky_cache_total_forced_eviction'),
           },
           ...(waiting ? { visibilityWaiting: waiting.count } : {}),
+          stagesMs,
           // CPU used while this side's batches ran (each process's, summed over the batches), and per intent.
           cpuSeconds,
           cpuMsPerIntent: Object.fromEntries(
@@ -791,6 +807,37 @@ async function stages(client: Client, ids: string[]) {
   return Object.fromEntries(
     Object.entries(parts).map(([k, xs]) => [k, { p50: percentile(xs, 50), p90: percentile(xs, 90) }]),
   );
+}
+
+/**
+ * Part a: where a sample's way to sleep went, from their histories: the first workflow task's wait on the queue and
+ * its run (poll to completion: the worker's share), the workflow tasks until the timer started, and start to asleep.
+ */
+async function sleepStages(client: Client, ids: string[]) {
+  const parts: Record<string, number[]> = { firstTaskWait: [], firstTaskRun: [], toAsleep: [] };
+  const tasks: number[] = [];
+  await pool(ids.length, 16, async (i) => {
+    const events = (await client.workflow.getHandle(ids[i]!).fetchHistory()).events ?? [];
+    const ms = (e: (typeof events)[number]) =>
+      Number(e.eventTime?.seconds ?? 0) * 1000 + Math.round((e.eventTime?.nanos ?? 0) / 1e6);
+    const timer = events.findIndex((e) => e.timerStartedEventAttributes);
+    const scheduled = events.findIndex((e) => e.workflowTaskScheduledEventAttributes);
+    const started = events.findIndex((e) => e.workflowTaskStartedEventAttributes);
+    const completed = events.findIndex((e) => e.workflowTaskCompletedEventAttributes);
+    if ([timer, scheduled, started, completed].some((x) => x < 0)) return;
+    const asleep = events.slice(0, timer).findLastIndex((e) => e.workflowTaskCompletedEventAttributes);
+    parts['firstTaskWait']!.push(ms(events[started]!) - ms(events[scheduled]!));
+    parts['firstTaskRun']!.push(ms(events[completed]!) - ms(events[started]!));
+    parts['toAsleep']!.push(ms(events[asleep]!) - ms(events[0]!));
+    tasks.push(events.slice(0, timer).filter((e) => e.workflowTaskCompletedEventAttributes).length);
+  });
+  return {
+    sampled: tasks.length,
+    workflowTasksToAsleep: round2(tasks.reduce((a, b) => a + b, 0) / Math.max(tasks.length, 1)),
+    ...Object.fromEntries(
+      Object.entries(parts).map(([k, xs]) => [k, { p50: percentile(xs, 50), p90: percentile(xs, 90) }]),
+    ),
+  };
 }
 
 /** Workflow-task latency of the tasks after each intent's timer fired, and every task timeout or failure. */
