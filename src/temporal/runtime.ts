@@ -13,7 +13,7 @@
  * ```
  */
 import { DefaultLogger, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
-import type { LogEntry, LogLevel } from '@temporalio/worker';
+import type { LogEntry, LogLevel, LogMetadata } from '@temporalio/worker';
 import type { JsonLog } from '../dev/log-file.js';
 
 let installed = false;
@@ -33,6 +33,25 @@ export interface RuntimeSetup {
    * @default none: the SDK records no metrics
    */
   sdkMetricsAddress?: string | undefined;
+}
+
+/**
+ * What the SDK says, at WARN or INFO, about a worker that polls one kind of task only. retryq runs such workers by
+ * design (its entity worker runs no activities, its dispatch and inspection workers run no workflows), so the lines
+ * describe the intended topology, not a problem: logged at DEBUG, so that `retryq worker` does not start with three
+ * warnings per credential that suggest a misconfiguration.
+ */
+export const BY_DESIGN_SDK_MESSAGES: ReadonlySet<string> = new Set([
+  'No workflows registered, not polling for workflow tasks',
+  'No activities registered, not polling for activity tasks',
+  'No Nexus services registered, not polling for Nexus tasks',
+]);
+
+/** The SDK's default logger, with {@link BY_DESIGN_SDK_MESSAGES} at DEBUG. */
+export class RetryqLogger extends DefaultLogger {
+  override log(level: LogLevel, message: string, meta?: LogMetadata): void {
+    super.log(BY_DESIGN_SDK_MESSAGES.has(message) && level !== 'TRACE' ? 'DEBUG' : level, message, meta);
+  }
 }
 
 function logTo(log: JsonLog): (entry: LogEntry) => void {
@@ -57,7 +76,7 @@ export function installRuntime(setup: RuntimeSetup = {}): void {
   installedMetricsAddress = setup.sdkMetricsAddress;
   const level = setup.level ?? 'WARN';
   Runtime.install({
-    logger: setup.log ? new DefaultLogger(level, logTo(setup.log)) : new DefaultLogger(level),
+    logger: setup.log ? new RetryqLogger(level, logTo(setup.log)) : new RetryqLogger(level),
     shutdownSignals: [],
     telemetryOptions: {
       logging: {

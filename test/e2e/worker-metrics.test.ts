@@ -166,4 +166,10 @@ describe('the workers metrics endpoint', () => {
     expect(total(all, 'retryq_credential_sends_total', { credential, kind: 'dispatch' })).toBeGreaterThanOrEqual(3);
     expect(text).toContain('# TYPE retryq_attempts_total counter');
   });
+
+  it("starts without the SDK's warnings about its single-role workers, which are so by design", () => {
+    // By now every worker has run (the test above): the SDK logged its notes when each started polling.
+    expect(output).toContain('retryq workers polling');
+    expect(output, output).not.toMatch(/not polling for \w+ tasks/);
+  });
 });
