@@ -17,8 +17,8 @@
  * b. **throughput**: `--complete` intents against a provider that answers 200 at once, retryq and a bare workflow
  *    with one activity making the same HTTP call, interleaved over `--rounds` rounds; completed per second and
  *    worker CPU per completed intent. `--b-sides retryq,bare,bareOwnQueue,bareUpserts,bareOwnQueueUpserts` adds the
- *    decomposition sides: the bare workflow with its activity on a task queue of its own (as retryq's dispatch runs on its
- *    credential's queue, so it is not handed out eagerly with the workflow task), the bare workflow with a
+ *    decomposition sides: the bare workflow with its activity on a task queue of its own (as retryq's dispatch runs on
+ *    its credential's queue, so it is not handed out eagerly with the workflow task), the bare workflow with a
  *    successful intent's two search-attribute upserts, and both at once (`bareOwnQueueUpserts`: the bare workflow
  *    paying the two costs DESIGN.md requires of an intent). Each is reported as a ratio to bare, pair by pair.
  * c. **wake-up storm**: `--wake` intents put to sleep until one common time (Retry-After pointing at it), then
@@ -34,10 +34,11 @@
  * `--a-batches N` (part a; default one per 1,000 intents, at most 10), `--wake N` (default: --intents),
  * `--wake-budget N` (requests/min, default 3000), `--in-flight N` (50), `--cache N` (retryq's maxCachedWorkflows),
  * `--task-concurrency N` (its workflow-task concurrency) and `--sticky-timeout MS` (its sticky-queue schedule-to-start
- * timeout), `--semi-space MB` (its workflow thread's young-generation semi-space), `--old-space MB` (its workflow thread's old-generation limit), `--heap-release MB`
- * (the main-thread heap growth after which an idle worker collects garbage), `--wake-rate N` (its wake-ups per
- * second, `wakeUpsPerSecond`), all defaulting to retryq's defaults, `--wake-after S` (part c: the common wake time,
- * seconds after the first submit; default: from the settle rate), `--only a,b,c`,
+ * timeout), `--semi-space MB` (its workflow thread's young-generation semi-space), `--old-space MB` (its workflow
+ * thread's old-generation limit), `--heap-release MB` (the main-thread heap growth after which an idle worker collects
+ * garbage), `--wake-rate N` (its wake-ups per second, `wakeUpsPerSecond`), all defaulting to retryq's defaults,
+ * `--wake-after S` (part c: the common wake time, seconds after the first submit; default: from the settle rate),
+ * `--only a,b,c`,
  * `--sides retryq,bareTimer,bareCallThenTimer` (part a),
  * `--b-sides retryq,bare[,bareOwnQueue][,bareUpserts][,bareOwnQueueUpserts]` (part b).
  */
@@ -110,7 +111,7 @@ const bSides: BSide[] = (() => {
   const unknown = asked.filter((x) => !(allBSides as readonly string[]).includes(x));
   if (unknown.length > 0 || !asked.includes('retryq') || !asked.includes('bare')) {
     console.error(
-      `--b-sides takes retryq and bare plus any of bareOwnQueue, bareUpserts, bareOwnQueueUpserts, comma-separated (got ${asked.join(',')})`,
+      `--b-sides takes retryq and bare plus any of ${allBSides.slice(2).join(', ')}, comma-separated (got ${asked.join(',')})`,
     );
     process.exit(2);
   }
@@ -762,6 +763,13 @@ async function wakeStorm(provider: Provider, k: number, settleRatePerS: number |
   }
 }
 
+type HistoryEvent = NonNullable<Awaited<ReturnType<WorkflowHandle['fetchHistory']>>['events']>[number];
+
+/** A history event's time, in ms since the epoch. */
+function eventMs(e: HistoryEvent): number {
+  return Number(e.eventTime?.seconds ?? 0) * 1000 + Math.round((e.eventTime?.nanos ?? 0) / 1e6);
+}
+
 /**
  * Where a completed workflow's time went, from its history (p50 / p90 over the workflows, ms): waiting for its first
  * workflow task, the task's run, the activity waiting in its queue (schedule-to-start), running (for retryq: the
@@ -779,8 +787,6 @@ async function stages(client: Client, ids: string[]) {
   };
   await pool(ids.length, 16, async (i) => {
     const events = (await client.workflow.getHandle(ids[i]!).fetchHistory()).events ?? [];
-    const ms = (e: (typeof events)[number]) =>
-      Number(e.eventTime?.seconds ?? 0) * 1000 + Math.round((e.eventTime?.nanos ?? 0) / 1e6);
     const at = (pred: (e: (typeof events)[number]) => unknown, from = 0, last = false) => {
       const found = last ? events.findLastIndex(pred) : events.findIndex((e, j) => j >= from && pred(e));
       return found;
@@ -795,7 +801,7 @@ async function stages(client: Client, ids: string[]) {
     const lwftst = at((e) => e.workflowTaskStartedEventAttributes, 0, true);
     const end = events.length - 1;
     if ([wfts, wftst, wftc, as, ast, ac, lwfts, lwftst].some((x) => x < 0)) return;
-    const t = (j: number) => ms(events[j]!);
+    const t = (j: number) => eventMs(events[j]!);
     parts['firstTaskWait']!.push(t(wftst) - t(wfts));
     parts['firstTaskRun']!.push(t(wftc) - t(wftst));
     parts['activityQueueWait']!.push(t(ast) - t(as));
@@ -818,18 +824,17 @@ async function sleepStages(client: Client, ids: string[]) {
   const tasks: number[] = [];
   await pool(ids.length, 16, async (i) => {
     const events = (await client.workflow.getHandle(ids[i]!).fetchHistory()).events ?? [];
-    const ms = (e: (typeof events)[number]) =>
-      Number(e.eventTime?.seconds ?? 0) * 1000 + Math.round((e.eventTime?.nanos ?? 0) / 1e6);
     const timer = events.findIndex((e) => e.timerStartedEventAttributes);
     const scheduled = events.findIndex((e) => e.workflowTaskScheduledEventAttributes);
     const started = events.findIndex((e) => e.workflowTaskStartedEventAttributes);
     const completed = events.findIndex((e) => e.workflowTaskCompletedEventAttributes);
     if ([timer, scheduled, started, completed].some((x) => x < 0)) return;
-    const asleep = events.slice(0, timer).findLastIndex((e) => e.workflowTaskCompletedEventAttributes);
-    parts['firstTaskWait']!.push(ms(events[started]!) - ms(events[scheduled]!));
-    parts['firstTaskRun']!.push(ms(events[completed]!) - ms(events[started]!));
-    parts['toAsleep']!.push(ms(events[asleep]!) - ms(events[0]!));
-    tasks.push(events.slice(0, timer).filter((e) => e.workflowTaskCompletedEventAttributes).length);
+    const untilTimer = events.slice(0, timer);
+    const asleep = untilTimer.findLastIndex((e) => e.workflowTaskCompletedEventAttributes);
+    parts['firstTaskWait']!.push(eventMs(events[started]!) - eventMs(events[scheduled]!));
+    parts['firstTaskRun']!.push(eventMs(events[completed]!) - eventMs(events[started]!));
+    parts['toAsleep']!.push(eventMs(events[asleep]!) - eventMs(events[0]!));
+    tasks.push(untilTimer.filter((e) => e.workflowTaskCompletedEventAttributes).length);
   });
   return {
     sampled: tasks.length,
@@ -849,8 +854,6 @@ async function wakeHistories(client: Client, k: number) {
   await pool(k, 32, async (i) => {
     const history = await client.workflow.getHandle(workflowIdOf(`c-${i}`)).fetchHistory();
     const events = history.events ?? [];
-    const ms = (e: (typeof events)[number]) =>
-      Number(e.eventTime?.seconds ?? 0) * 1000 + Math.round((e.eventTime?.nanos ?? 0) / 1e6);
     let woke = false;
     let scheduledAt: number | undefined;
     let startedAt: number | undefined;
@@ -861,13 +864,13 @@ async function wakeHistories(client: Client, k: number) {
       if (timedOut) timeouts[Number(timedOut.timeoutType) === 2 ? 'scheduleToStart' : 'startToClose']++;
       if (e.workflowTaskFailedEventAttributes) failures++;
       if (!woke) continue;
-      if (e.workflowTaskScheduledEventAttributes) scheduledAt = ms(e);
+      if (e.workflowTaskScheduledEventAttributes) scheduledAt = eventMs(e);
       if (e.workflowTaskStartedEventAttributes && scheduledAt !== undefined) {
-        startedAt = ms(e);
+        startedAt = eventMs(e);
         scheduleToStart.push(startedAt - scheduledAt);
       }
       if (e.workflowTaskCompletedEventAttributes && startedAt !== undefined) {
-        startToComplete.push(ms(e) - startedAt);
+        startToComplete.push(eventMs(e) - startedAt);
         startedAt = undefined;
       }
     }
