@@ -44,7 +44,7 @@ import type { CredentialConfig, RetryqConfig, WorkerTuning } from './config.js';
 import { CredentialGates } from './load-control/credential-gates.js';
 import { gateCheckPatchDecision } from './load-control/gate-check-patch.js';
 import type { LoadMetrics } from './load-control/metrics.js';
-import { cachedWorkflowBundle } from './temporal/workflow-bundle.js';
+import { cachedWorkflowBundle, cachedWorkflowBundleFile } from './temporal/workflow-bundle.js';
 import { releaseHeapAfterBursts } from './temporal/heap-release.js';
 import { withWorkflowThreadHeap } from './temporal/workflow-thread-memory.js';
 import { taskQueues } from './task-queues.js';
@@ -78,11 +78,7 @@ const codeDir = path.dirname(fileURLToPath(import.meta.url));
  * see src/workflows/worker-entry.ts).
  */
 export function intentWorkflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  const entry = path.join(codeDir, 'workflows', `worker-entry${path.extname(fileURLToPath(import.meta.url))}`);
-  // retryq's workflow modules hold no per-workflow state at module level (constants, pure functions, message
-  // definitions; the state of a run lives in the run's own objects), so they are loaded once per workflow thread and
-  // shared by every intent instead of once per intent: less CPU per new intent and less memory per cached one.
-  return cachedWorkflowBundle({ workflowsPath: entry, inputs: [codeDir], preloadModules: [entry] });
+  return cachedWorkflowBundle(bundleOptions('worker-entry'));
 }
 
 /**
@@ -90,8 +86,16 @@ export function intentWorkflowBundle(): Promise<WorkflowBundleWithSourceMap> {
  * alone, not the intents' code, so the thread stays small. Cached on disk like {@link intentWorkflowBundle}.
  */
 export function credentialWorkflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  const entry = path.join(codeDir, 'workflows', `credential${path.extname(fileURLToPath(import.meta.url))}`);
-  return cachedWorkflowBundle({ workflowsPath: entry, inputs: [codeDir], preloadModules: [entry] });
+  return cachedWorkflowBundle(bundleOptions('credential'));
+}
+
+/** A bundle of retryq's own workflows: `name` in src/workflows (or dist/workflows), with its modules preloaded. */
+function bundleOptions(name: 'worker-entry' | 'credential') {
+  const entry = path.join(codeDir, 'workflows', `${name}${path.extname(fileURLToPath(import.meta.url))}`);
+  // retryq's workflow modules hold no per-workflow state at module level (constants, pure functions, message
+  // definitions; the state of a run lives in the run's own objects), so they are loaded once per workflow thread and
+  // shared by every intent instead of once per intent: less CPU per new intent and less memory per cached one.
+  return { workflowsPath: entry, inputs: [codeDir], preloadModules: [entry] };
 }
 
 /** Builds the headers that authenticate a credential, from secrets resolved at worker start. */
@@ -197,8 +201,9 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
   if (roles.workflows) {
     // Both bundles at once (each is webpack in a process of its own on a machine's first start; cached after).
     const [workflowBundle, entityBundle] = await Promise.all([
-      setup.workflowBundle ?? intentWorkflowBundle(),
-      loadControl ? credentialWorkflowBundle() : undefined,
+      // As files: the SDK then keeps no copy of the code in this thread (see cachedWorkflowBundleFile).
+      setup.workflowBundle ?? cachedWorkflowBundleFile(bundleOptions('worker-entry')),
+      loadControl ? cachedWorkflowBundleFile(bundleOptions('credential')) : undefined,
     ]);
     workers.push(
       // The workflow thread's young generation is bounded (tuning.workflowThreadSemiSpaceMb): V8 would grow it to

@@ -111,6 +111,19 @@ function submitArgs(key: string, amount = 100, as = credential): string[] {
   ];
 }
 
+describe('the workers behind the commands', () => {
+  it("get retryq's workflow bundles as files, so no copy of their code stays in the worker's main thread", () => {
+    const bundles = workers.workers
+      .filter((w) => /\.(workflows|credentials)$/.test(w.options.taskQueue))
+      .map((w) => w.options.workflowBundle);
+    expect(bundles).toHaveLength(2);
+    for (const b of bundles) {
+      expect(b !== undefined && 'codePath' in b ? b.codePath : undefined).toMatch(/\.js$/);
+      expect(b).not.toHaveProperty('code');
+    }
+  });
+});
+
 describe('retryq submit', () => {
   it('submits, waits and prints the outcome as JSON with --wait --json', async () => {
     const key = `ok-${randomUUID()}`;

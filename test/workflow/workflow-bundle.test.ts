@@ -4,13 +4,13 @@
  * by every cached intent. These checks read the webpack bundle the workers run and fail when such a module creeps
  * back in through any import chain.
  */
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { cachedWorkflowBundle } from '../../src/temporal/workflow-bundle.js';
+import { cachedWorkflowBundle, cachedWorkflowBundleFile } from '../../src/temporal/workflow-bundle.js';
 import { intentWorkflowBundle } from '../../src/worker.js';
 
 /** The packages a bundle holds modules of (webpack names each module by its path). */
@@ -88,6 +88,41 @@ describe('building a workflow bundle', () => {
       expect(sourcesIn(bundle.code).has('src/intent.ts')).toBe(true);
       expect(webpackModulesHere()).toBe(before);
       expect((await readdir(path.join(dir, 'cache'))).filter((f) => f.endsWith('.json'))).toHaveLength(1);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('gives a long-running worker the bundle as a file holding the same code, so the SDK keeps no copy of it', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'retryq-bundle-'));
+    try {
+      const workflowsPath = fileURLToPath(new URL('./fixtures/schema-importing-workflow.ts', import.meta.url));
+      const cacheDir = path.join(dir, 'cache');
+      const asFile = await cachedWorkflowBundleFile({ workflowsPath, cacheDir });
+      if (!('codePath' in asFile)) throw new Error(`expected a path, got the code itself`);
+      expect(path.dirname(asFile.codePath)).toBe(cacheDir);
+      const { code } = await cachedWorkflowBundle({ workflowsPath, cacheDir });
+      expect(await readFile(asFile.codePath, 'utf8')).toBe(code);
+      // The source map stays inline, so workflow stack traces still point at the sources.
+      expect(code).toMatch(/\/\/# sourceMappingURL=data:application\/json;[^,]*base64,/);
+      // Once written, the file is found again by the same inputs: one bundle, one file.
+      expect(await cachedWorkflowBundleFile({ workflowsPath, cacheDir })).toEqual(asFile);
+      const files = await readdir(cacheDir);
+      expect(files.filter((f) => f.endsWith('.json'))).toHaveLength(1);
+      expect(files.filter((f) => f.endsWith('.js'))).toHaveLength(1);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('hands over the code itself when the cache folder cannot be written', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'retryq-bundle-'));
+    try {
+      const workflowsPath = fileURLToPath(new URL('./fixtures/schema-importing-workflow.ts', import.meta.url));
+      // A cache "folder" below a plain file: no folder can be made there (whatever the user's rights).
+      await writeFile(path.join(dir, 'a-file'), '');
+      const bundle = await cachedWorkflowBundleFile({ workflowsPath, cacheDir: path.join(dir, 'a-file', 'cache') });
+      expect('code' in bundle && sourcesIn(bundle.code).has('src/intent.ts')).toBe(true);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
