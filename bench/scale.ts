@@ -13,7 +13,8 @@
  *    timer (`workflow.start` latency, the goal's baseline) and a bare workflow that makes the same HTTP call in one
  *    activity and then sleeps (the like-for-like path). Every side runs all the time, and they take turns in
  *    `--a-batches` batches (alternating which goes first), so a machine that gets busier during the run weighs on
- *    each side alike; a side's settle time is the sum of its batches'.
+ *    each side alike; a side's settle time is the sum of its batches' (`batchSettleS`), and retryq's batches are also
+ *    compared with the bare timer's pair by pair (`settlePairRatiosVsBareTimer` and their median).
  * b. **throughput**: `--complete` intents against a provider that answers 200 at once, retryq and a bare workflow
  *    with one activity making the same HTTP call, interleaved over `--rounds` rounds; completed per second and
  *    worker CPU per completed intent. `--b-sides retryq,bare,bareOwnQueue,bareUpserts,bareOwnQueueUpserts` adds the
@@ -176,6 +177,13 @@ function percentile(values: number[], p: number): number {
   if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
   return round2(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!);
+}
+/** The median: the mean of the two middle values for an even count (not {@link percentile}'s lower middle). */
+function median(values: number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return round2(sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2);
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -438,6 +446,8 @@ async function sleepingSide(side: Side, provider: Provider) {
   const latencies: number[] = [];
   const cpuSeconds: Record<string, number> = {};
   let settledMs = 0;
+  /** Each batch's settle time, in the order the batches ran (for the pair ratios between sides). */
+  const batchSettleS: number[] = [];
   let workerSettledMs = 0;
   let submittedMs = 0;
   let asleep = 0;
@@ -480,6 +490,7 @@ async function sleepingSide(side: Side, provider: Provider) {
         return calls && wftDone(await worker.metrics()) - wft0 >= target * tasksPerWorkflow;
       });
       settledMs += settledAt - t0;
+      batchSettleS.push(round2((settledAt - t0) / 1000));
       workerSettledMs += (workerCountedAt ?? settledAt) - t0;
       asleep = target;
       for (const [k, v] of Object.entries(cpu().cpuSeconds)) cpuSeconds[k] = round2((cpuSeconds[k] ?? 0) + v);
@@ -510,6 +521,7 @@ async function sleepingSide(side: Side, provider: Provider) {
         return {
           n: asleep,
           settleS: round2(settledMs / 1000),
+          batchSettleS,
           submitAllS: round2(submittedMs / 1000),
           // retryq: the part of settleS until the worker had counted every intent asleep; the rest is visibility.
           ...(side === 'retryq' ? { workerSettleS: round2(workerSettledMs / 1000) } : {}),
@@ -541,6 +553,17 @@ async function sleepingSide(side: Side, provider: Provider) {
       }
     },
   };
+}
+
+/**
+ * Batch by batch, retryq's settle time over the bare timer's: the two batches of a pair ran one right after the other
+ * on the same machine, so a pair's ratio carries less of the machine's drift than the ratio of the sums (the goal's
+ * figure), and their median less of one slow batch.
+ */
+function settlePairs(retryq: number[] | undefined, bare: number[] | undefined) {
+  if (!retryq || !bare || retryq.length !== bare.length || retryq.length === 0) return {};
+  const pairs = retryq.map((r, i) => round2(r / bare[i]!));
+  return { settlePairRatiosVsBareTimer: pairs, settlePairRatioMedianVsBareTimer: median(pairs) };
 }
 
 /**
@@ -917,6 +940,7 @@ async function main() {
         settleRatioVsBareTimer: ratio(a['retryq']?.settleS, a['bareTimer']?.settleS),
         settleRatioVsBareCallThenTimer: ratio(a['retryq']?.settleS, a['bareCallThenTimer']?.settleS),
         submitP50RatioVsWorkflowStart: ratio(a['retryq']?.startLatencyMs.p50, a['bareTimer']?.startLatencyMs.p50),
+        ...settlePairs(a['retryq']?.batchSettleS, a['bareTimer']?.batchSettleS),
       };
     }
     if (out['a_sleeping']) log(`a: ${JSON.stringify(out['a_sleeping'])}`);
