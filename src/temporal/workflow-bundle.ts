@@ -12,7 +12,7 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { WorkflowBundlePath, WorkflowBundleWithSourceMap } from '@temporalio/worker';
@@ -74,6 +74,33 @@ async function cacheSlot(opts: CachedBundleOptions) {
   return { entry, dir, preloadModules, key: await cacheKey(entry, inputs, preloadModules) };
 }
 
+/**
+ * Cache entries not used for this long are removed whenever a new bundle is cached: each is 2–4 MB, and every change
+ * of the code (an upgrade of retryq, a rebuild during development) adds one.
+ */
+export const BUNDLE_CACHE_STALE_AFTER_MS = 30 * 24 * 60 * 60 * 1000;
+
+/** Marks a cache entry as used now (its modification time), so that pruning keeps it; a read-only cache stays as is. */
+async function touch(file: string): Promise<void> {
+  const now = new Date();
+  await utimes(file, now, now).catch(() => undefined);
+}
+
+/** Removes the cache's entries (bundles and their code files) unused for {@link BUNDLE_CACHE_STALE_AFTER_MS}. */
+async function pruneStale(dir: string): Promise<void> {
+  const names = await readdir(dir).catch((): string[] => []);
+  const now = Date.now();
+  await Promise.all(
+    names
+      .filter((name) => /^[0-9a-f]{24}\.(json|js)$/.test(name))
+      .map(async (name) => {
+        const file = path.join(dir, name);
+        const st = await stat(file).catch(() => undefined);
+        if (st && now - st.mtimeMs > BUNDLE_CACHE_STALE_AFTER_MS) await unlink(file).catch(() => undefined);
+      }),
+  );
+}
+
 /** Returns the bundle for `workflowsPath`, from the disk cache when its inputs are unchanged. */
 export async function cachedWorkflowBundle(opts: CachedBundleOptions): Promise<WorkflowBundleWithSourceMap> {
   return bundleIn(await cacheSlot(opts));
@@ -84,7 +111,10 @@ async function bundleIn(slot: Awaited<ReturnType<typeof cacheSlot>>): Promise<Wo
   const file = path.join(dir, `${key}.json`);
   try {
     const cached = JSON.parse(await readFile(file, 'utf8')) as WorkflowBundleWithSourceMap;
-    if (typeof cached.code === 'string') return cached;
+    if (typeof cached.code === 'string') {
+      await touch(file);
+      return cached;
+    }
   } catch {
     /* not cached yet */
   }
@@ -94,6 +124,7 @@ async function bundleIn(slot: Awaited<ReturnType<typeof cacheSlot>>): Promise<Wo
     await mkdir(dir, { recursive: true });
     await writeFile(tmp, JSON.stringify(bundle));
     await rename(tmp, file);
+    await pruneStale(dir);
   } catch (err) {
     // A read-only install still works; it only bundles again at the next start.
     console.warn(`retryq: could not cache the workflow bundle in ${dir} (${(err as Error).message}); continuing.`);
@@ -113,13 +144,11 @@ export async function cachedWorkflowBundleFile(
 ): Promise<WorkflowBundlePath | WorkflowBundleWithSourceMap> {
   const slot = await cacheSlot(opts);
   const codePath = path.join(slot.dir, `${slot.key}.js`);
-  if (
-    await stat(codePath).then(
-      (st) => st.isFile(),
-      () => false,
-    )
-  )
+  const found = await stat(codePath).catch(() => undefined);
+  if (found?.isFile()) {
+    await touch(codePath);
     return { codePath };
+  }
   const bundle = await bundleIn(slot);
   const tmp = `${codePath}.${process.pid}.tmp`;
   try {

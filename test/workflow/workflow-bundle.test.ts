@@ -4,13 +4,17 @@
  * by every cached intent. These checks read the webpack bundle the workers run and fail when such a module creeps
  * back in through any import chain.
  */
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { cachedWorkflowBundle, cachedWorkflowBundleFile } from '../../src/temporal/workflow-bundle.js';
+import {
+  BUNDLE_CACHE_STALE_AFTER_MS,
+  cachedWorkflowBundle,
+  cachedWorkflowBundleFile,
+} from '../../src/temporal/workflow-bundle.js';
 import { intentWorkflowBundle } from '../../src/worker.js';
 
 /** The packages a bundle holds modules of (webpack names each module by its path). */
@@ -123,6 +127,37 @@ describe('building a workflow bundle', () => {
       await writeFile(path.join(dir, 'a-file'), '');
       const bundle = await cachedWorkflowBundleFile({ workflowsPath, cacheDir: path.join(dir, 'a-file', 'cache') });
       expect('code' in bundle && sourcesIn(bundle.code).has('src/intent.ts')).toBe(true);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('removes cache entries unused for 30 days when it caches a new bundle, and keeps the ones in use', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'retryq-bundle-'));
+    try {
+      const cacheDir = path.join(dir, 'cache');
+      await mkdir(cacheDir);
+      const longAgo = new Date(Date.now() - BUNDLE_CACHE_STALE_AFTER_MS - 24 * 60 * 60 * 1000);
+      const lately = new Date(Date.now() - BUNDLE_CACHE_STALE_AFTER_MS / 2);
+      const entry = async (name: string, time: Date) => {
+        await writeFile(path.join(cacheDir, name), '{}');
+        await utimes(path.join(cacheDir, name), time, time);
+      };
+      await entry('aaaaaaaaaaaaaaaaaaaaaaaa.json', longAgo);
+      await entry('aaaaaaaaaaaaaaaaaaaaaaaa.js', longAgo);
+      await entry('bbbbbbbbbbbbbbbbbbbbbbbb.json', lately);
+      await entry('notes.txt', longAgo); // not an entry: left alone
+      const workflowsPath = fileURLToPath(new URL('./fixtures/schema-importing-workflow.ts', import.meta.url));
+      const asFile = await cachedWorkflowBundleFile({ workflowsPath, cacheDir });
+      if (!('codePath' in asFile)) throw new Error('expected a path, got the code itself');
+      const key = path.basename(asFile.codePath, '.js');
+      expect((await readdir(cacheDir)).sort()).toEqual(
+        ['bbbbbbbbbbbbbbbbbbbbbbbb.json', `${key}.js`, `${key}.json`, 'notes.txt'].sort(),
+      );
+      // Using an entry marks it as used: a worker that starts from it keeps it from being pruned.
+      await utimes(asFile.codePath, longAgo, longAgo);
+      await cachedWorkflowBundleFile({ workflowsPath, cacheDir });
+      expect(Date.now() - (await stat(asFile.codePath)).mtimeMs).toBeLessThan(60_000);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
