@@ -82,14 +82,10 @@ export function intentWorkflowBundle(): Promise<WorkflowBundleWithSourceMap> {
 }
 
 /**
- * The credentials' entity workflows' bundle (`workflows/credential`): the entity worker's workflow thread loads this
- * alone, not the intents' code, so the thread stays small. Cached on disk like {@link intentWorkflowBundle}.
+ * A bundle of retryq's own workflows: `name` in src/workflows (or dist/workflows), with its modules preloaded. The
+ * intents' (`worker-entry`) or the credentials' entities' (`credential`: the entity worker's workflow thread loads this
+ * alone, not the intents' code, so the thread stays small).
  */
-export function credentialWorkflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  return cachedWorkflowBundle(bundleOptions('credential'));
-}
-
-/** A bundle of retryq's own workflows: `name` in src/workflows (or dist/workflows), with its modules preloaded. */
 function bundleOptions(name: 'worker-entry' | 'credential') {
   const entry = path.join(codeDir, 'workflows', `${name}${path.extname(fileURLToPath(import.meta.url))}`);
   // retryq's workflow modules hold no per-workflow state at module level (constants, pure functions, message
@@ -126,7 +122,8 @@ export interface WorkerSetup {
   clock?: () => number;
   /**
    * The bundle the intents' workflow thread runs. The credentials' entity thread always runs its own
-   * ({@link credentialWorkflowBundle}). @default {@link intentWorkflowBundle}: retryq/workflows, one stack frame per error
+   * (`bundleOptions('credential')`). @default the bundle of {@link intentWorkflowBundle} (retryq/workflows, one stack
+   * frame per error), handed to the SDK as a file (see `cachedWorkflowBundleFile`)
    */
   workflowBundle?: WorkflowBundleWithSourceMap;
   /** Which roles to run. @default all three */
@@ -235,7 +232,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
     // The credentials' entity workflows, on their own queue: a burst of intent tasks never delays a send slot. One
     // entity per credential, each running one task at a time: sized to them, not to the SDK's defaults (a cache
     // derived from the heap, 40 task slots, 10 pollers). They run in a workflow thread of their own that loads only
-    // the entity's code (credentialWorkflowBundle), with a small heap. Not on the main thread (the SDK's `debugMode`,
+    // the entity's code (`bundleOptions('credential')`), with a small heap. Not on the main thread (the SDK's `debugMode`,
     // as before): there the SDK installs a promise hook for the whole thread, so every promise of the dispatch
     // activities, the SDK's own plumbing and load control paid for it — 17 % of the worker's CPU per held intent
     // (docs/benchmarks.md, "Session 7"). In a thread, the entity code also runs under the SDK's 5 s limit per

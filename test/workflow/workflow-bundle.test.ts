@@ -17,6 +17,19 @@ import {
 } from '../../src/temporal/workflow-bundle.js';
 import { intentWorkflowBundle } from '../../src/worker.js';
 
+/** A workflow that imports retryq's zod schemas: what the checks below must catch. */
+const schemaImporting = fileURLToPath(new URL('./fixtures/schema-importing-workflow.ts', import.meta.url));
+
+/** Runs `body` with a fresh temporary folder, removed afterwards. */
+async function inTempDir(body: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'retryq-bundle-'));
+  try {
+    await body(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 /** The packages a bundle holds modules of (webpack names each module by its path). */
 function packagesIn(code: string): Set<string> {
   return new Set([...code.matchAll(/"\.\/node_modules\/((?:@[^/"]+\/)?[^/"]+)\//g)].map((m) => m[1]!));
@@ -62,16 +75,16 @@ describe('the intent workflow bundle', () => {
     const preload = /preloadModules = function preloadModules\(\) \{([^}]*)\}/.exec(code);
     expect(preload?.[1]).toMatch(/"\.\/src\/workflows\/worker-entry\.ts"/);
     const control = await cachedWorkflowBundle({
-      workflowsPath: fileURLToPath(new URL('./fixtures/schema-importing-workflow.ts', import.meta.url)),
-      inputs: [fileURLToPath(new URL('./fixtures/schema-importing-workflow.ts', import.meta.url)), 'src'],
+      workflowsPath: schemaImporting,
+      inputs: [schemaImporting, 'src'],
     });
     expect(/preloadModules = function preloadModules\(\) \{([^}]*)\}/.exec(control.code)?.[1]?.trim()).toBe('');
   });
 
   it('would be caught importing the schemas (control case)', async () => {
     const { code } = await cachedWorkflowBundle({
-      workflowsPath: fileURLToPath(new URL('./fixtures/schema-importing-workflow.ts', import.meta.url)),
-      inputs: [fileURLToPath(new URL('./fixtures/schema-importing-workflow.ts', import.meta.url)), 'src'],
+      workflowsPath: schemaImporting,
+      inputs: [schemaImporting, 'src'],
     });
     expect(packagesIn(code).has('zod')).toBe(true);
     expect(sourcesIn(code).has('src/intent.ts')).toBe(true);
@@ -84,57 +97,47 @@ describe('building a workflow bundle', () => {
     Object.keys(createRequire(import.meta.url).cache).filter((k) => k.includes('/node_modules/webpack/lib/')).length;
 
   it('runs webpack in a process of its own, so the worker keeps none of its memory, and caches the result', async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'retryq-bundle-'));
-    try {
-      const workflowsPath = fileURLToPath(new URL('./fixtures/schema-importing-workflow.ts', import.meta.url));
+    await inTempDir(async (dir) => {
       const before = webpackModulesHere();
-      const bundle = await cachedWorkflowBundle({ workflowsPath, cacheDir: path.join(dir, 'cache') });
+      const bundle = await cachedWorkflowBundle({ workflowsPath: schemaImporting, cacheDir: path.join(dir, 'cache') });
       expect(sourcesIn(bundle.code).has('src/intent.ts')).toBe(true);
       expect(webpackModulesHere()).toBe(before);
       expect((await readdir(path.join(dir, 'cache'))).filter((f) => f.endsWith('.json'))).toHaveLength(1);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it('gives a long-running worker the bundle as a file holding the same code, so the SDK keeps no copy of it', async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'retryq-bundle-'));
-    try {
-      const workflowsPath = fileURLToPath(new URL('./fixtures/schema-importing-workflow.ts', import.meta.url));
+    await inTempDir(async (dir) => {
       const cacheDir = path.join(dir, 'cache');
-      const asFile = await cachedWorkflowBundleFile({ workflowsPath, cacheDir });
+      const asFile = await cachedWorkflowBundleFile({ workflowsPath: schemaImporting, cacheDir });
       if (!('codePath' in asFile)) throw new Error(`expected a path, got the code itself`);
       expect(path.dirname(asFile.codePath)).toBe(cacheDir);
-      const { code } = await cachedWorkflowBundle({ workflowsPath, cacheDir });
+      const { code } = await cachedWorkflowBundle({ workflowsPath: schemaImporting, cacheDir });
       expect(await readFile(asFile.codePath, 'utf8')).toBe(code);
       // The source map stays inline, so workflow stack traces still point at the sources.
       expect(code).toMatch(/\/\/# sourceMappingURL=data:application\/json;[^,]*base64,/);
       // Once written, the file is found again by the same inputs: one bundle, one file.
-      expect(await cachedWorkflowBundleFile({ workflowsPath, cacheDir })).toEqual(asFile);
+      expect(await cachedWorkflowBundleFile({ workflowsPath: schemaImporting, cacheDir })).toEqual(asFile);
       const files = await readdir(cacheDir);
       expect(files.filter((f) => f.endsWith('.json'))).toHaveLength(1);
       expect(files.filter((f) => f.endsWith('.js'))).toHaveLength(1);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it('hands over the code itself when the cache folder cannot be written', async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'retryq-bundle-'));
-    try {
-      const workflowsPath = fileURLToPath(new URL('./fixtures/schema-importing-workflow.ts', import.meta.url));
+    await inTempDir(async (dir) => {
       // A cache "folder" below a plain file: no folder can be made there (whatever the user's rights).
       await writeFile(path.join(dir, 'a-file'), '');
-      const bundle = await cachedWorkflowBundleFile({ workflowsPath, cacheDir: path.join(dir, 'a-file', 'cache') });
+      const bundle = await cachedWorkflowBundleFile({
+        workflowsPath: schemaImporting,
+        cacheDir: path.join(dir, 'a-file', 'cache'),
+      });
       expect('code' in bundle && sourcesIn(bundle.code).has('src/intent.ts')).toBe(true);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it('removes cache entries unused for 30 days when it caches a new bundle, and keeps the ones in use', async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'retryq-bundle-'));
-    try {
+    await inTempDir(async (dir) => {
       const cacheDir = path.join(dir, 'cache');
       await mkdir(cacheDir);
       const longAgo = new Date(Date.now() - BUNDLE_CACHE_STALE_AFTER_MS - 24 * 60 * 60 * 1000);
@@ -147,8 +150,7 @@ describe('building a workflow bundle', () => {
       await entry('aaaaaaaaaaaaaaaaaaaaaaaa.js', longAgo);
       await entry('bbbbbbbbbbbbbbbbbbbbbbbb.json', lately);
       await entry('notes.txt', longAgo); // not an entry: left alone
-      const workflowsPath = fileURLToPath(new URL('./fixtures/schema-importing-workflow.ts', import.meta.url));
-      const asFile = await cachedWorkflowBundleFile({ workflowsPath, cacheDir });
+      const asFile = await cachedWorkflowBundleFile({ workflowsPath: schemaImporting, cacheDir });
       if (!('codePath' in asFile)) throw new Error('expected a path, got the code itself');
       const key = path.basename(asFile.codePath, '.js');
       expect((await readdir(cacheDir)).sort()).toEqual(
@@ -156,22 +158,17 @@ describe('building a workflow bundle', () => {
       );
       // Using an entry marks it as used: a worker that starts from it keeps it from being pruned.
       await utimes(asFile.codePath, longAgo, longAgo);
-      await cachedWorkflowBundleFile({ workflowsPath, cacheDir });
+      await cachedWorkflowBundleFile({ workflowsPath: schemaImporting, cacheDir });
       expect(Date.now() - (await stat(asFile.codePath)).mtimeMs).toBeLessThan(60_000);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it('says which workflow code could not be bundled, with webpack’s reason', async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'retryq-bundle-'));
-    try {
+    await inTempDir(async (dir) => {
       const workflowsPath = path.join(dir, 'missing.ts');
       await expect(cachedWorkflowBundle({ workflowsPath, cacheDir: path.join(dir, 'cache') })).rejects.toThrow(
         `could not bundle the workflow code in ${workflowsPath}`,
       );
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   });
 });
