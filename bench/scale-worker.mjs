@@ -41,6 +41,10 @@ function createBareActivities() {
       await res.body.text();
       return res.statusCode;
     },
+    /** Part a's like-for-like sleeper's gate check: an answer from memory, as retryq's `gateHint` gives. */
+    async heldHint() {
+      return 'held';
+    },
   };
 }
 

@@ -3,7 +3,7 @@
  * job, on the same server, with SDK defaults. Bundled on its own (nothing from retryq).
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import { proxyActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
+import { patched, proxyActivities, proxyLocalActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
 
 /** The bare baseline's one activity (bench/scale-worker.mjs): the same HTTP request retryq's dispatch sends. */
 interface BareActivities {
@@ -14,6 +14,34 @@ const { call } = proxyActivities<BareActivities>({ startToCloseTimeout: '30s', r
 
 /** Starts and blocks on a one-hour timer. */
 export async function sleeper(): Promise<void> {
+  await sleep('1h');
+}
+
+/** retryq's phase attribute (the bench registers retryq's search attributes on its dev server). */
+const phaseKey = defineSearchAttributeKey('RetryPhase', SearchAttributeType.KEYWORD);
+/** retryq's next-attempt time, upserted with the phase when an intent goes to sleep. */
+const nextAttemptAtKey = defineSearchAttributeKey('NextAttemptAt', SearchAttributeType.DATETIME);
+
+/** Part a's like-for-like sleeper's local activity (bench/scale-worker.mjs): answers from memory, as the gate check does. */
+interface RecordedActivities {
+  heldHint(): Promise<string>;
+}
+
+const { heldHint } = proxyLocalActivities<RecordedActivities>({ startToCloseTimeout: '2s' });
+
+/**
+ * {@link sleeper} recording what a held intent must record on its way to sleep, and nothing else: a patch (its marker,
+ * and the version upsert the SDK adds to every patch), one local activity's answer (its marker) and the visible phase
+ * (one upsert: the phase and the wake-up time). retryq's held intent records exactly these, so retryq's settle time over this side's is what retryq
+ * costs beyond what DESIGN.md requires an intent to record.
+ */
+export async function sleeperRecorded(): Promise<void> {
+  if (patched('bench-gate-check')) await heldHint();
+  // One upsert event, as retryq's: the phase and the time the intent wakes.
+  upsertSearchAttributes([
+    { key: phaseKey, value: 'waiting' },
+    { key: nextAttemptAtKey, value: new Date(Date.now() + 3_600_000) },
+  ]);
   await sleep('1h');
 }
 
@@ -30,9 +58,6 @@ export async function callOnce(url: string, key: string): Promise<number> {
 
 // Part b's decomposition sides: the bare workflow with one of retryq's costs added at a time, so that the gap between
 // retryq and bare is measured piece by piece in the same run.
-
-/** retryq's phase attribute (the bench registers retryq's search attributes on its dev server). */
-const phaseKey = defineSearchAttributeKey('RetryPhase', SearchAttributeType.KEYWORD);
 
 /**
  * The same activity on a task queue of its own, as retryq's dispatch runs on its credential's: `<queue>-activities`
