@@ -704,6 +704,10 @@ async function throughput(provider: Provider) {
         perS: rate(side),
         pairRatiosVsBare: pairs(side).map(round2),
         pairRatioMedianVsBare: round2(median(pairs(side))),
+        // retryq against this side, pair by pair: for `bareOwnQueueUpserts`, what retryq costs beyond what DESIGN.md
+        // requires of an intent (its own dispatch queue, the two upserts).
+        retryqPairRatios: rate('retryq').map((x, i) => round2(x / rate(side)[i]!)),
+        retryqPairRatioMedian: round2(median(rate('retryq').map((x, i) => x / rate(side)[i]!))),
         historyEvents: await events(env.client.workflow.getHandle(`b-0-${side}-0`)),
       };
     const result = {
