@@ -22,7 +22,7 @@ const phaseKey = defineSearchAttributeKey('RetryPhase', SearchAttributeType.KEYW
 /** retryq's next-attempt time, upserted with the phase when an intent goes to sleep. */
 const nextAttemptAtKey = defineSearchAttributeKey('NextAttemptAt', SearchAttributeType.DATETIME);
 
-/** Part a's like-for-like sleeper's local activity (bench/scale-worker.mjs): answers from memory, as the gate check does. */
+/** The recorded sleeper's local activity (bench/scale-worker.mjs): answers from memory, as the gate check does. */
 interface RecordedActivities {
   heldHint(): Promise<string>;
 }
@@ -32,8 +32,8 @@ const { heldHint } = proxyLocalActivities<RecordedActivities>({ startToCloseTime
 /**
  * {@link sleeper} recording what a held intent must record on its way to sleep, and nothing else: a patch (its marker,
  * and the version upsert the SDK adds to every patch), one local activity's answer (its marker) and the visible phase
- * (one upsert: the phase and the wake-up time). retryq's held intent records exactly these, so retryq's settle time over this side's is what retryq
- * costs beyond what DESIGN.md requires an intent to record.
+ * (one upsert: the phase and the wake-up time). retryq's held intent records exactly these, so retryq's settle time
+ * over this side's is what retryq costs beyond what DESIGN.md requires an intent to record.
  */
 export async function sleeperRecorded(): Promise<void> {
   if (patched('bench-gate-check')) await heldHint();

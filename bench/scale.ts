@@ -63,8 +63,8 @@ import { RetryqClient, workflowIdOf } from '../src/client.js';
 import { credentialSchema, defaultWorkerTuning } from '../src/config.js';
 import type { CredentialConfig, WorkerTuning } from '../src/config.js';
 import type { IntentInput } from '../src/intent.js';
-import { resolveTemporalCli } from '../src/temporal/binaries.js';
 import { retryPhaseKey } from '../src/search-attributes.js';
+import { resolveTemporalCli } from '../src/temporal/binaries.js';
 import { registerSearchAttributes } from '../src/temporal/register-search-attributes.js';
 import { freePort, startDevServer } from '../src/temporal/server-process.js';
 import type { ManagedServer } from '../src/temporal/server-process.js';
@@ -447,9 +447,10 @@ async function sleepingSide(side: Side, provider: Provider) {
   const retryq = new RetryqClient({ client: env.client, taskQueuePrefix: queue, requireServedCredential: false });
   const calls0 = provider.count(`sleep-${side}`);
   const seen0 = side === 'retryq' ? asleepCounted(await worker.metrics()) : 0;
-  // Asleep = every workflow task up to the timer has run: 1 per bare sleeper (its local activity runs within the
-  // task), 2 per workflow with a call first.
-  const tasksPerWorkflow = side === 'bareTimer' || side === 'bareTimerRecorded' ? 1 : 2;
+  // The bare sleepers make no provider call; asleep = every workflow task up to the timer has run: 1 per bare sleeper
+  // (the recorded one's local activity runs within its task), 2 per workflow with a call first.
+  const timerOnly = side === 'bareTimer' || side === 'bareTimerRecorded';
+  const tasksPerWorkflow = timerOnly ? 1 : 2;
   const latencies: number[] = [];
   const cpuSeconds: Record<string, number> = {};
   let settledMs = 0;
@@ -500,8 +501,7 @@ async function sleepingSide(side: Side, provider: Provider) {
               target
           );
         }
-        const calls =
-          side === 'bareTimer' || side === 'bareTimerRecorded' || provider.count(`sleep-${side}`) - calls0 >= target;
+        const calls = timerOnly || provider.count(`sleep-${side}`) - calls0 >= target;
         return calls && wftDone(await worker.metrics()) - wft0 >= target * tasksPerWorkflow;
       });
       settledMs += settledAt - t0;
@@ -686,8 +686,11 @@ async function throughput(provider: Provider) {
       }
     }
     const rate = (side: string) => rounds.filter((x) => x['side'] === side).map((x) => x['completedPerS'] as number);
-    const pairs = (side: string) => rate(side).map((x, i) => x / rate('bare')[i]!);
-    const median = (xs: number[]) => percentile(xs, 50);
+    /** Rate by rate, `side` over `baseline` (the two batches of a round ran back to back). */
+    const pairs = (side: string, baseline = 'bare') => rate(side).map((x, i) => x / rate(baseline)[i]!);
+    // Part b's medians are the lower middle value of an even count (percentile 50), as in every earlier session's
+    // figures, so that they stay comparable; part a's `median` takes the mean of the two middle values.
+    const lowerMedian = (xs: number[]) => percentile(xs, 50);
     const sample = retryq.client.workflow.getHandle(workflowIdOf('b-0-retryq-0'));
     const bareSample = env.client.workflow.getHandle('b-0-bare-0');
     const events = async (h: WorkflowHandle) => (await h.fetchHistory()).events?.length ?? 0;
@@ -703,11 +706,11 @@ async function throughput(provider: Provider) {
       decomposition[side] = {
         perS: rate(side),
         pairRatiosVsBare: pairs(side).map(round2),
-        pairRatioMedianVsBare: round2(median(pairs(side))),
+        pairRatioMedianVsBare: round2(lowerMedian(pairs(side))),
         // retryq against this side, pair by pair: for `bareOwnQueueUpserts`, what retryq costs beyond what DESIGN.md
         // requires of an intent (its own dispatch queue, the two upserts).
-        retryqPairRatios: rate('retryq').map((x, i) => round2(x / rate(side)[i]!)),
-        retryqPairRatioMedian: round2(median(rate('retryq').map((x, i) => x / rate(side)[i]!))),
+        retryqPairRatios: pairs('retryq', side).map(round2),
+        retryqPairRatioMedian: round2(lowerMedian(pairs('retryq', side))),
         historyEvents: await events(env.client.workflow.getHandle(`b-0-${side}-0`)),
       };
     const result = {
@@ -716,11 +719,11 @@ async function throughput(provider: Provider) {
       rounds,
       retryqPerS: rate('retryq'),
       barePerS: rate('bare'),
-      ratioMedian: round2(median(rate('retryq')) / median(rate('bare'))),
+      ratioMedian: round2(lowerMedian(rate('retryq')) / lowerMedian(rate('bare'))),
       // Each round's two sides ran back to back (in alternating order), so the drift of a long run (the dev server's
       // store filling up, other load) cancels within a pair: the pairs' ratios and their median.
       pairRatios: pairs('retryq').map(round2),
-      pairRatioMedian: round2(median(pairs('retryq'))),
+      pairRatioMedian: round2(lowerMedian(pairs('retryq'))),
       historyEvents: { retryq: await events(sample), bare: await events(bareSample) },
       // The bare workflow with one of retryq's costs added: what each costs, as a share of bare's throughput.
       ...(Object.keys(decomposition).length > 0 ? { decomposition } : {}),

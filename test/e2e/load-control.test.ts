@@ -276,7 +276,7 @@ describe('when a worker shuts down while a dispatch waits for its send slot', ()
     // Its first heartbeat (within 1 s of its start) says it runs in this worker and waits for its slot. The server
     // marks it started earlier, when it hands the task to the worker's poll: a shutdown in between can leave the
     // task unrun (seen on a loaded CI machine), and the server then times it out on its heartbeat, so the intent
-    // inspects before it sends again: safe, and tested in test/workflow/intent-workers.test.ts, but not this test's path.
+    // inspects before it sends again: safe, and tested in test/workflow/intent-workers.test.ts, but not this path.
     await vi.waitFor(
       async () => {
         const d = await t.env.client.workflow.getHandle(workflowId).describe();
