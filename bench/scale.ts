@@ -45,7 +45,9 @@
  * garbage), `--wake-rate N` (its wake-ups per second, `wakeUpsPerSecond`), all defaulting to retryq's defaults,
  * `--wake-after S` (part c: the common wake time, seconds after the first submit; default: from the settle rate),
  * `--only a,b,c`,
- * `--sides retryq,bareTimer,bareTimerRecorded,bareCallThenTimer` (part a; all by default),
+ * `--sides retryq,bareTimer,bareTimerRecorded,bareCallThenTimer[,bareDelayedStart]` (part a; the first four by
+ * default; `bareDelayedStart` is the bare sleeper started with a one-hour start delay and the phase `waiting`: no
+ * workflow task until then, what holding an intent at `submit` instead of in its first workflow task would cost),
  * `--b-sides retryq,bare[,bareOwnQueue][,bareUpserts][,bareOwnQueueUpserts]` (part b).
  */
 import { fork } from 'node:child_process';
@@ -63,7 +65,7 @@ import { RetryqClient, workflowIdOf } from '../src/client.js';
 import { credentialSchema, defaultWorkerTuning } from '../src/config.js';
 import type { CredentialConfig, WorkerTuning } from '../src/config.js';
 import type { IntentInput } from '../src/intent.js';
-import { retryPhaseKey } from '../src/search-attributes.js';
+import { nextAttemptAtKey, retryPhaseKey } from '../src/search-attributes.js';
 import { resolveTemporalCli } from '../src/temporal/binaries.js';
 import { registerSearchAttributes } from '../src/temporal/register-search-attributes.js';
 import { freePort, startDevServer } from '../src/temporal/server-process.js';
@@ -125,9 +127,11 @@ const bSides: BSide[] = (() => {
   return allBSides.filter((x) => asked.includes(x));
 })();
 const sidesAt = process.argv.indexOf('--sides');
-const allSides = ['bareTimer', 'retryq', 'bareTimerRecorded', 'bareCallThenTimer'] as const;
+const allSides = ['bareTimer', 'retryq', 'bareTimerRecorded', 'bareCallThenTimer', 'bareDelayedStart'] as const;
+/** Sides run only when `--sides` names them. */
+const onRequestSides: readonly string[] = ['bareDelayedStart'];
 const sides = allSides.filter((side) =>
-  sidesAt < 0 ? true : (process.argv[sidesAt + 1] ?? '').split(',').includes(side),
+  sidesAt < 0 ? !onRequestSides.includes(side) : (process.argv[sidesAt + 1] ?? '').split(',').includes(side),
 );
 /** The worker tuning the flags set (undefined when none: the worker's own defaults). */
 const givenTuning: Partial<WorkerTuning> = Object.fromEntries(
@@ -449,8 +453,9 @@ async function sleepingSide(side: Side, provider: Provider) {
   const seen0 = side === 'retryq' ? asleepCounted(await worker.metrics()) : 0;
   // The bare sleepers make no provider call; asleep = every workflow task up to the timer has run: 1 per bare sleeper
   // (the recorded one's local activity runs within its task), 2 per workflow with a call first.
-  const timerOnly = side === 'bareTimer' || side === 'bareTimerRecorded';
-  const tasksPerWorkflow = timerOnly ? 1 : 2;
+  const timerOnly = side === 'bareTimer' || side === 'bareTimerRecorded' || side === 'bareDelayedStart';
+  // A delayed start runs no workflow task before its time: it sleeps once the server has recorded its start.
+  const tasksPerWorkflow = side === 'bareDelayedStart' ? 0 : timerOnly ? 1 : 2;
   const latencies: number[] = [];
   const cpuSeconds: Record<string, number> = {};
   let settledMs = 0;
@@ -471,6 +476,18 @@ async function sleepingSide(side: Side, provider: Provider) {
           const key = `a-${side}-${from + j}`;
           if (side === 'retryq') return retryq.submit(intent(provider, `sleep-${side}`, key));
           if (side === 'bareTimer') return env.client.workflow.start('sleeper', { taskQueue: queue, workflowId: key });
+          if (side === 'bareDelayedStart')
+            // Held at the start, as an intent could be if `submit` knew its credential's gate closed: the server
+            // records the start with the phase `waiting` and its wake-up time, and no workflow task runs until then.
+            return env.client.workflow.start('sleeper', {
+              taskQueue: queue,
+              workflowId: key,
+              startDelay: '1h',
+              typedSearchAttributes: [
+                { key: retryPhaseKey, value: 'waiting' },
+                { key: nextAttemptAtKey, value: new Date(Date.now() + 3_600_000) },
+              ],
+            });
           if (side === 'bareTimerRecorded')
             return env.client.workflow.start('sleeperRecorded', {
               taskQueue: queue,
@@ -977,6 +994,13 @@ async function main() {
         ...settlePairs(a['retryq']?.batchSettleS, a['bareTimerRecorded']?.batchSettleS, 'BareTimerRecorded'),
         // And that side against the bare timer: what the required recording alone costs.
         recordedSettleRatioVsBareTimer: ratio(a['bareTimerRecorded']?.settleS, a['bareTimer']?.settleS),
+        // A start held by the server (start delay) against the bare timer and retryq: what holding an intent at
+        // `submit` would cost instead of in its first workflow task (`--sides …,bareDelayedStart`).
+        delayedStartSettleRatioVsBareTimer: ratio(a['bareDelayedStart']?.settleS, a['bareTimer']?.settleS),
+        delayedStartP50RatioVsWorkflowStart: ratio(
+          a['bareDelayedStart']?.startLatencyMs.p50,
+          a['bareTimer']?.startLatencyMs.p50,
+        ),
       };
     }
     if (out['a_sleeping']) log(`a: ${JSON.stringify(out['a_sleeping'])}`);
