@@ -4,7 +4,7 @@
  *
  * A ratio goal (settle, `submit`, throughput) is judged on the median of the runs' ratios: each ratio was measured
  * side by side within its run, and one run's ratio is known to about ±15 % on this kind of machine (docs/benchmarks.md,
- * "How noisy one run is"), so the median of three is the figure that says where retryq stands, and every run's figure
+ * session 10: two sides running the same retryq code measured 15 % apart in one run), so the median of three is the figure that says where retryq stands, and every run's figure
  * is printed next to it. A bound that is not a ratio (memory) is judged on the worst run, and the wake-up storm's
  * goal must hold in every run.
  */
@@ -24,7 +24,7 @@ export interface ScaleRun {
     pairRatioMedian?: number;
     decomposition?: Record<string, { retryqPairRatioMedian?: number } | undefined>;
   };
-  c_wake?: { n: number; workflowTaskTimeouts: number; withinBudget: boolean; maxDispatchesIn60s?: number };
+  c_wake?: { n: number; workflowTaskTimeouts: number; withinBudget: boolean };
 }
 
 /** A goal over several runs: each run's figure, the figure judged, and in how many runs the goal held on its own. */

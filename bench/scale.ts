@@ -70,6 +70,9 @@ import { resolveTemporalCli } from '../src/temporal/binaries.js';
 import { registerSearchAttributes } from '../src/temporal/register-search-attributes.js';
 import { freePort, startDevServer } from '../src/temporal/server-process.js';
 import type { ManagedServer } from '../src/temporal/server-process.js';
+// The median (mean of the two middle values for an even count; not `percentile`'s lower middle), shared with the
+// goals runner's verdict.
+import { median } from './scale-goals-summary.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -187,13 +190,6 @@ function percentile(values: number[], p: number): number {
   if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
   return round2(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!);
-}
-/** The median: the mean of the two middle values for an even count (not {@link percentile}'s lower middle). */
-function median(values: number[]): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return round2(sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2);
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
