@@ -29,7 +29,7 @@ import {
   WorkflowUpdateFailedError,
   WorkflowUpdateRPCTimeoutOrCancelledError,
 } from '@temporalio/client';
-import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { Client, WorkflowExecutionDescription, WorkflowHandle } from '@temporalio/client';
 import {
   ApplicationFailure,
   WorkflowExecutionAlreadyStartedError,
@@ -37,6 +37,7 @@ import {
   WorkflowIdReusePolicy,
   WorkflowNotFoundError,
 } from '@temporalio/common';
+import type { SignalDefinition } from '@temporalio/common';
 import { canonicalJson } from './canonical-json.js';
 import { loadConfig } from './config.js';
 import { DURATION_HINT, parseDurationMs } from './duration.js';
@@ -59,9 +60,12 @@ import { translateTemporalError } from './temporal/service-errors.js';
 import { inRetryqWords } from './validation-words.js';
 import type { IntentInput, IntentOutcome, IntentSpec, IntentStatus, Phase } from './intent.js';
 import type { CodeTable } from './policy/index.js';
-import { credentialKey, retryAttemptKey, retryPhaseKey } from './search-attributes.js';
+import { credentialKey, nextAttemptAtKey, retryAttemptKey, retryPhaseKey } from './search-attributes.js';
 import { taskQueues } from './task-queues.js';
 import { connectClient } from './temporal/connect.js';
+import { SubmitGateViews, entityGateLookup } from './load-control/submit-gates.js';
+import { heldAtSubmitStatus } from './intent-status.js';
+import type { HeldAtSubmit } from './intent-status.js';
 import {
   DEFAULT_STALL_AFTER_MS,
   cancelSignal,
@@ -109,6 +113,18 @@ export interface RetryqClientOptions {
    * the workflow task's timeout meanwhile (the task is then retried, 10 s of test time later). @default true
    */
   localGateCheck?: boolean;
+  /**
+   * Hold an intent submitted while its credential's dispatch gate is closed after a rate-limit answer on the Temporal
+   * server itself: it starts with a start delay until its turn after the gate's time (its place among the held
+   * intents, at the credential's budget) and runs no workflow task before then. Without it such an intent runs one
+   * workflow task to learn the gate is closed and sleeps in it, which costs several times as much server and worker
+   * work. The client learns the gate from the credential's entity (a query, at most one per credential per
+   * {@link RetryqClientOptions.gateFreshMs}); only a credential's first submit waits for that answer (at most 1 s).
+   * See docs/load-control.md, "Held at submit". @default true
+   */
+  holdAtSubmit?: boolean;
+  /** How old the client's knowledge of a credential's gate may be before a submit asks again. @default 1_000 */
+  gateFreshMs?: number;
 }
 
 /** Options of one {@link RetryqClient.submit}. */
@@ -210,6 +226,8 @@ export class RetryqClient {
   private readonly knownCredentials: readonly string[];
   private readonly stallAfterMs: number;
   private readonly localGateCheck: boolean;
+  /** What submit knows of each credential's dispatch gate (undefined: holding at submit is off). */
+  private readonly gateViews: SubmitGateViews | undefined;
 
   constructor(options: RetryqClientOptions) {
     const bad = limitProblems(options.limits ?? {});
@@ -229,6 +247,18 @@ export class RetryqClient {
     this.maxDeadlineMs = options.maxDeadlineMs ?? deadlineDefaults.maxDeadlineMs;
     this.codes = options.codes;
     this.clock = options.clock ?? Date.now;
+    if (options.gateFreshMs !== undefined && !(options.gateFreshMs >= 0))
+      throw new ConfigError([
+        { path: 'gateFreshMs', message: 'must be a number of milliseconds, 0 or more', received: options.gateFreshMs },
+      ]);
+    this.gateViews =
+      options.holdAtSubmit === false
+        ? undefined
+        : new SubmitGateViews({
+            lookup: entityGateLookup(this.client, this.prefix),
+            clock: this.clock,
+            ...(options.gateFreshMs !== undefined ? { freshMs: options.gateFreshMs } : {}),
+          });
   }
 
   /**
@@ -308,6 +338,9 @@ export class RetryqClient {
     const workflowId = workflowIdOf(spec.idempotencyKey);
     const target = describeTarget(spec.action.method, spec.action.url);
     if (options.requireServedCredential ?? this.requireServed) await this.assertServed(spec.credential);
+    const hold = await this.gateViews?.holdFor(spec.credential);
+    // Held: the server starts it at its turn. A turn past the deadline starts it at once, to end `expired` there.
+    const delayMs = hold && hold.wakeAtMs <= new Date(spec.deadline).getTime() ? hold.wakeAtMs - this.clock() : 0;
     try {
       // One round trip in the common case: the start either creates the workflow or fails because the key is taken
       // (running: the conflict policy FAIL; finished: REJECT_DUPLICATE). Only then is the existing one described.
@@ -321,22 +354,35 @@ export class RetryqClient {
             publishChangesOnly: true,
             stallAfterMs: this.stallAfterMs,
             ...(this.localGateCheck ? { localGateCheck: true } : {}),
+            ...(hold ? { heldAtSubmit: hold } : {}),
           },
         ],
         workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-        memo: { fingerprint: spec.fingerprint, target, credential: spec.credential },
+        ...(delayMs > 0 ? { startDelay: delayMs } : {}),
+        memo: {
+          fingerprint: spec.fingerprint,
+          target,
+          credential: spec.credential,
+          ...(hold ? { [HELD_AT_SUBMIT_MEMO]: heldMemo(spec, hold) } : {}),
+        },
         typedSearchAttributes: [
-          { key: retryPhaseKey, value: 'scheduled' },
+          { key: retryPhaseKey, value: hold ? 'waiting' : 'scheduled' },
           { key: retryAttemptKey, value: 0 },
           { key: credentialKey, value: spec.credential },
+          ...(hold ? [{ key: nextAttemptAtKey, value: new Date(hold.wakeAtMs) }] : []),
         ],
         staticSummary: `${target} · key ${spec.idempotencyKey} · credential ${spec.credential}`,
         staticDetails:
           `**Intent** \`${spec.idempotencyKey}\`: ${target} with credential \`${spec.credential}\`.\n\n` +
           `Deadline ${spec.deadline}; at most ${spec.policy.maxAttempts} attempts; ` +
           `backoff ${spec.policy.baseDelayMs} ms ×${spec.policy.multiplier} up to ${spec.policy.maxBackoffMs} ms ` +
-          `(±${Math.round(spec.policy.jitter * 100)}%), never earlier than the provider's Retry-After.`,
+          `(±${Math.round(spec.policy.jitter * 100)}%), never earlier than the provider's Retry-After.` +
+          (hold
+            ? `\n\nHeld at submit: credential \`${spec.credential}\` is rate limited until ` +
+              `${new Date(hold.untilMs).toISOString()}${hold.why ? ` (${hold.why})` : ''}; ` +
+              `the server starts this intent at its turn, ${new Date(hold.wakeAtMs).toISOString()}.`
+            : ''),
       });
       return { key: spec.idempotencyKey, workflowId, attached: false };
     } catch (err) {
@@ -388,7 +434,13 @@ export class RetryqClient {
     const handle = this.handle(key);
     try {
       const desc = await handle.describe();
-      if (desc.status.name === 'RUNNING') return await handle.query(statusQuery);
+      if (desc.status.name === 'RUNNING') {
+        // Held at submit and not started yet: no workflow task could answer (a query waits for the hold to end, or
+        // is refused), and nothing has happened since the start recorded the hold.
+        const held = heldFromMemo(desc.memo);
+        if (held && stillHeld(desc, held)) return statusWhileHeld(key, held);
+        return await handle.query(statusQuery);
+      }
       if (desc.status.name === 'TERMINATED' || desc.status.name === 'TIMED_OUT')
         // Ended by Temporal, not by retryq: the last recorded status, marked failed.
         return {
@@ -453,6 +505,7 @@ export class RetryqClient {
    */
   async cancel(key: string, reason: string): Promise<void> {
     try {
+      if (await this.wakeIfHeld(key, cancelSignal, [{ reason }])) return;
       await this.handle(key).signal(cancelSignal, { reason });
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) throw await this.notRunning(key);
@@ -468,6 +521,8 @@ export class RetryqClient {
    */
   async retryNow(key: string): Promise<RetryNowReport> {
     try {
+      // Held at submit: end the server's hold first (an update would wait for a workflow task until it ends).
+      await this.wakeIfHeld(key, retryNowSignal, []);
       const answer = await this.client.connection.withDeadline(Date.now() + 10_000, () =>
         this.handle(key).executeUpdate(retryNowUpdate),
       );
@@ -493,6 +548,37 @@ export class RetryqClient {
         'Retry requested; the intent did not say when it runs (it was started by an earlier retryq, or no workflow ' +
         'worker answered within 10 s). It never runs before the server permits.',
     };
+  }
+
+  /**
+   * For an intent held at submit (its memo says so) that still runs: delivers the signal with signal-with-start,
+   * which ends the server's start delay, where a plain signal would wait with the intent for its turn. `false` for any
+   * other intent (the caller signals it as usual). The start is refused for a closed id and attaches to a running one,
+   * so it never starts a run; the placeholder arguments are never read.
+   */
+  private async wakeIfHeld(
+    key: string,
+    signal: SignalDefinition<[{ reason?: string }]> | SignalDefinition<[]>,
+    signalArgs: [{ reason?: string }] | [],
+  ): Promise<boolean> {
+    const desc = await this.handle(key).describe();
+    if (desc.status.name !== 'RUNNING' || !heldFromMemo(desc.memo)) return false;
+    try {
+      await this.client.workflow.signalWithStart(intentWorkflow, {
+        workflowId: workflowIdOf(key),
+        taskQueue: this.queues.workflows,
+        args: [undefined as unknown as IntentSpec],
+        signal: signal.name,
+        signalArgs: signalArgs as unknown[],
+        workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+      });
+    } catch (err) {
+      // It ended between the two calls.
+      if (err instanceof WorkflowExecutionAlreadyStartedError) throw new WorkflowNotFoundError('ended', key, undefined);
+      throw err;
+    }
+    return true;
   }
 
   /** Why a signal found no running workflow: the intent ended, or never existed. */
@@ -536,6 +622,64 @@ export class RetryqClient {
     }
     return out;
   }
+}
+
+/** The memo key of an intent held at submit. */
+const HELD_AT_SUBMIT_MEMO = 'heldAtSubmit';
+
+/** What an intent held at submit keeps in its memo: the hold, and what its status needs before any workflow task. */
+interface HeldMemo extends HeldAtSubmit {
+  credential: string;
+  deadline: string;
+  maxAttempts: number;
+}
+
+function heldMemo(spec: IntentSpec, hold: HeldAtSubmit): HeldMemo {
+  return { ...hold, credential: spec.credential, deadline: spec.deadline, maxAttempts: spec.policy.maxAttempts };
+}
+
+function heldFromMemo(memo: Record<string, unknown> | undefined): HeldMemo | undefined {
+  const held = memo?.[HELD_AT_SUBMIT_MEMO] as Partial<HeldMemo> | undefined;
+  if (
+    typeof held?.untilMs !== 'number' ||
+    typeof held.wakeAtMs !== 'number' ||
+    typeof held.credential !== 'string' ||
+    typeof held.deadline !== 'string' ||
+    typeof held.maxAttempts !== 'number'
+  )
+    return undefined;
+  return held as HeldMemo;
+}
+
+/**
+ * The server still holds an intent held at submit: no workflow task is pending, and its search attributes are still
+ * what its start set (its first workflow task changes them: dispatching, a new wait, or an end). Should that task
+ * have left them as they were (a "retry now" that waits for the gate's time, which is its turn), the hold's status is
+ * still what it says.
+ */
+function stillHeld(desc: WorkflowExecutionDescription, held: HeldMemo): boolean {
+  const sa = desc.typedSearchAttributes;
+  return (
+    !desc.raw.pendingWorkflowTask &&
+    sa.get(retryPhaseKey) === 'waiting' &&
+    (sa.get(retryAttemptKey) ?? 0) === 0 &&
+    sa.get(nextAttemptAtKey)?.getTime() === held.wakeAtMs
+  );
+}
+
+/** The status of an intent the server still holds: nothing has run, so nothing but the hold to tell. */
+function statusWhileHeld(key: string, held: HeldMemo): IntentStatus {
+  return {
+    idempotencyKey: key,
+    credential: held.credential,
+    attempts: 0,
+    maxAttempts: held.maxAttempts,
+    inspections: 0,
+    deadline: held.deadline,
+    attemptLog: [],
+    attemptLogDropped: 0,
+    ...heldAtSubmitStatus(held.credential, held),
+  };
 }
 
 /** True for the phases in which an intent has ended. */

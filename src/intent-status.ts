@@ -212,5 +212,35 @@ export function describeTarget(method: string, url: string): string {
   }
 }
 
+/**
+ * An intent the client held at submit (the credential's gate was closed): the gate's time and its turn after it, ms
+ * on the server's clock. See `IntentWorkflowOptions.heldAtSubmit`.
+ */
+export interface HeldAtSubmit {
+  /** When the gate opens: the intent's permitted time. */
+  untilMs: number;
+  /** Its turn: when the start delay ends. */
+  wakeAtMs: number;
+  /** What closed the gate. */
+  why?: string | undefined;
+}
+
+/**
+ * The status of an intent held at submit, as the client answers it while the server holds the intent (no workflow
+ * task has run) and as its first workflow task starts from.
+ */
+export function heldAtSubmitStatus(
+  credential: string,
+  hold: HeldAtSubmit,
+): Pick<IntentStatus, 'phase' | 'nextAttemptAt' | 'permittedAt' | 'held'> {
+  const until = new Date(hold.untilMs).toISOString();
+  return {
+    phase: Phase.waiting,
+    nextAttemptAt: new Date(hold.wakeAtMs).toISOString(),
+    permittedAt: until,
+    held: { credential, reason: 'rate_limited', until, ...(hold.why !== undefined ? { why: hold.why } : {}) },
+  };
+}
+
 /** Most entries kept in the attempt log. */
 export const ATTEMPT_LOG_LIMIT = 25;

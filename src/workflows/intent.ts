@@ -46,10 +46,18 @@ import type {
 import type { Activities, DispatchResult, InspectResult } from '../activities/index.js';
 import { IntentFailureType, evidenceFromFailure, holdFromFailure } from '../failures.js';
 import type { CredentialHold } from '../failures.js';
-import { ATTEMPT_LOG_LIMIT, Phase, describeTarget, describeWebhookEntry, finalPhases } from '../intent-status.js';
+import {
+  ATTEMPT_LOG_LIMIT,
+  Phase,
+  describeTarget,
+  describeWebhookEntry,
+  finalPhases,
+  heldAtSubmitStatus,
+} from '../intent-status.js';
 import type {
   AttemptRecord,
   EvidenceSummary,
+  HeldAtSubmit,
   IntentOutcome,
   IntentSpec,
   IntentStatus,
@@ -176,6 +184,13 @@ export interface IntentWorkflowOptions {
    * @default false
    */
   localGateCheck?: boolean;
+  /**
+   * The client held this intent at submit: the credential's gate was closed after a rate-limit answer, so the intent
+   * was started with a start delay until its turn, and with the phase `waiting` and `NextAttemptAt` as start search
+   * attributes (docs/load-control.md, "Held at submit"). Its first workflow task then runs at its turn, or earlier
+   * when a cancel or "retry now" ended the delay (signal-with-start). Times in ms, on the server's clock.
+   */
+  heldAtSubmit?: HeldAtSubmit;
   /** @internal state carried across continue-as-new */
   carried?: CarriedState;
 }
@@ -237,6 +252,8 @@ class IntentRun {
   gateCheckedAtFirstDispatch: boolean | undefined;
   /** The last dispatch was cancelled before any worker started it: nothing was sent. */
   dispatchUnsent = false;
+  /** Set until the first workflow task of an intent held at submit has looked at why it runs. */
+  heldAtSubmit: HeldAtSubmit | undefined;
 
   constructor(
     readonly spec: IntentSpec,
@@ -271,6 +288,14 @@ class IntentRun {
         attemptLog: [],
         attemptLogDropped: 0,
       };
+      const hold = options.heldAtSubmit;
+      if (hold) {
+        // What the client's start attributes already say (so the first publish upserts nothing), and what the
+        // status answered from them while the server held the intent.
+        this.heldAtSubmit = hold;
+        this.permittedAtMs = hold.untilMs;
+        Object.assign(this.status, heldAtSubmitStatus(spec.credential, hold));
+      }
     }
   }
 
@@ -483,6 +508,11 @@ class IntentRun {
 
   async run(): Promise<IntentOutcome> {
     this.publish();
+    if (this.heldAtSubmit) {
+      const outcome = this.startAfterHold(this.heldAtSubmit);
+      this.heldAtSubmit = undefined;
+      if (outcome) return outcome;
+    }
     for (;;) {
       if (this.webhookVerdict) return this.applyWebhook(this.webhookVerdict);
       if (this.status.cancelRequested !== undefined) return this.finish(Phase.cancelled, this.status.cancelRequested);
@@ -510,6 +540,26 @@ class IntentRun {
       const outcome = this.needsInspection ? await this.inspectOnce() : await this.dispatchOnce();
       if (outcome) return outcome;
     }
+  }
+
+  /**
+   * The first workflow task of an intent held at submit. A cancel (or a webhook's verdict) ends it in the loop. Its
+   * turn past the deadline ends it `expired` now, as a hold in a workflow task would. "Retry now" ended the delay
+   * early: wait for the gate's time, never less (invariant 2). Otherwise the delay ended at its turn: dispatch now;
+   * the gate check or load control holds it again if the gate has closed for longer since.
+   */
+  startAfterHold(hold: HeldAtSubmit): Promise<IntentOutcome> | undefined {
+    const s = this.status;
+    if (s.cancelRequested !== undefined || this.webhookVerdict !== undefined) return undefined;
+    countHeld(this.spec.credential, 'rate_limited');
+    if (hold.wakeAtMs > this.deadlineMs)
+      return this.finish(
+        Phase.expired,
+        `credential ${this.spec.credential} is rate limited until ${new Date(hold.untilMs).toISOString()}; this ` +
+          `intent's turn would come past the deadline ${this.spec.deadline}`,
+      );
+    if (this.retryNowRequests > 0 && Date.now() < hold.untilMs) this.setDue(hold.untilMs);
+    return undefined;
   }
 
   optionsForNextRun(): IntentWorkflowOptions {
@@ -1214,6 +1264,14 @@ function summarize(evidence: Evidence, decision: Decision): EvidenceSummary {
  * `IntentFailed`, `IntentExpired` or `IntentCancelled` (details: the outcome) otherwise.
  */
 export async function intentWorkflow(spec: IntentSpec, options: IntentWorkflowOptions = {}): Promise<IntentOutcome> {
+  if (typeof spec?.idempotencyKey !== 'string')
+    // Only a signal-with-start that reached an intent id after its intent was gone starts one without a spec (the
+    // client uses it only for an intent it has just seen running, with the start refused for a closed id).
+    throw ApplicationFailure.nonRetryable(
+      'this workflow was started without an intent (a cancel or "retry now" arrived for an intent that no longer ' +
+        'exists); nothing was sent',
+      'IntentWithoutSpec',
+    );
   const run = new IntentRun(spec, options);
   setHandler(statusQuery, () => run.status);
   setHandler(cancelSignal, ({ reason }) => {

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import proto from '@temporalio/proto';
-import { workflowIdOf } from '../../src/client.js';
+import { RetryqClient, workflowIdOf } from '../../src/client.js';
 import type { ScenarioInput } from '../../src/sim/index.js';
 import { CREDENTIAL, dispatchTimes, ms, useIntentHarness } from '../support/intent-harness.js';
 import type { IntentInput } from '../../src/index.js';
@@ -112,7 +112,8 @@ describe('the history of an intent', () => {
 
 describe("when the intent's worker knows the credential's gate is closed", () => {
   it('waits for the gate within its first workflow task: no dispatch activity, no attempt, sent once it opens', async () => {
-    const t = await h.setup(rateLimitedOnce('first-', 4));
+    // A client that does not hold at submit (that client is below): the worker's own check is what this tests.
+    const t = await h.setup(rateLimitedOnce('first-', 4), { client: { holdAtSubmit: false } });
     const first = t.intent({ idempotencyKey: t.newKey('first') });
     const second = t.intent();
     const workers = await t.createWorkers();
@@ -172,7 +173,7 @@ describe('when the gate opens on many intents this worker held', () => {
   it("spreads their wake-ups at the worker's wakeUpsPerSecond, each in its own slice after the gate's time, and sends each once", async () => {
     // 10 s: long enough that the gate is still closed when the last of the six is submitted on a loaded machine (an
     // intent submitted after it opened is not held at all, and never shows `waiting`).
-    const t = await h.setup(rateLimitedOnce('first-', 10));
+    const t = await h.setup(rateLimitedOnce('first-', 10), { client: { holdAtSubmit: false } });
     const first = t.intent({ idempotencyKey: t.newKey('first') });
     const held = Array.from({ length: 6 }, () => t.intent());
     // 4 per second: slices of 250 ms. The test credential's budget (600,000/min) would spread them 0.125 ms apart.
@@ -202,6 +203,127 @@ describe('when the gate opens on many intents this worker held', () => {
         expect(sent).toBeGreaterThanOrEqual(ms(waiting[i]!.nextAttemptAt));
         expect(t.sim.sideEffects(input.idempotencyKey)).toBe(1);
       }
+    } finally {
+      workers.shutdown();
+      await running;
+    }
+  });
+});
+
+/**
+ * A client that knows the credential's gate closed: a client built after the gate closed (a client learns a gate at
+ * its first submit of the credential and again at most once per `gateFreshMs`, behind later submits).
+ */
+function clientThatKnows(t: IntentTest): RetryqClient {
+  return new RetryqClient({ client: t.env.client, taskQueuePrefix: t.prefix, requireServedCredential: false });
+}
+
+describe("when the client knows the credential's gate is closed (held at submit)", () => {
+  it('the server holds the intent until its turn: no workflow task, status and list say waiting, sent once after the gate opens', async () => {
+    const t = await h.setup(rateLimitedOnce('first-', 4));
+    const first = t.intent({ idempotencyKey: t.newKey('first') });
+    const second = t.intent();
+    const workers = await t.createWorkers();
+    const running = workers.run();
+    try {
+      await closeGateWith(t, workers, first);
+      const client = clientThatKnows(t);
+      await client.submit(second);
+
+      // Nothing has run: the start is the whole history, and the status comes from what the start recorded.
+      expect(await eventTypes(t, second.idempotencyKey)).toEqual(['WORKFLOW_EXECUTION_STARTED']);
+      const waiting = await client.status(second.idempotencyKey);
+      expect(waiting).toMatchObject({
+        phase: 'waiting',
+        attempts: 0,
+        inspections: 0,
+        held: { credential: CREDENTIAL, reason: 'rate_limited' },
+        attemptLog: [],
+      });
+      expect(waiting.held?.why).toContain('429');
+      // Never before the gate opens (invariant 2): the gate's time is the intent's permitted time, its turn after it.
+      expect(ms(waiting.permittedAt)).toBe(ms(waiting.held?.until));
+      expect(ms(waiting.nextAttemptAt)).toBeGreaterThanOrEqual(ms(waiting.permittedAt));
+      const desc = await t.env.client.workflow.getHandle(workflowIdOf(second.idempotencyKey)).describe();
+      expect(desc.executionTime?.getTime()).toBeGreaterThan(desc.startTime.getTime());
+      expect(desc.searchAttributes['RetryPhase']).toEqual(['waiting']);
+      const listed = await client.list({ phase: 'waiting' });
+      expect(listed.map((e) => e.key)).toContain(second.idempotencyKey);
+
+      const outcome = await client.result(second.idempotencyKey);
+      expect(outcome).toMatchObject({ phase: 'succeeded', attempts: 1, deadline: waiting.deadline });
+      expect(waiting.maxAttempts).toBe(outcome.maxAttempts);
+      const [sent] = dispatchTimes(t, second.idempotencyKey);
+      expect(sent).toBeGreaterThanOrEqual(ms(waiting.permittedAt));
+      expect(t.dispatches(second.idempotencyKey)).toHaveLength(1);
+      expect(t.sim.sideEffects(second.idempotencyKey)).toBe(1);
+      // Held at submit, it cost no more than an intent that never met the gate: no gate check (the worker knows the
+      // gate opened before the intent's first task), one upsert per transition (dispatching, succeeded).
+      const types = await eventTypes(t, second.idempotencyKey);
+      expect(count(types, 'MARKER_RECORDED')).toBe(0);
+      expect(count(types, 'TIMER_STARTED')).toBe(0);
+      expect(types).toHaveLength(13);
+    } finally {
+      workers.shutdown();
+      await running;
+    }
+  });
+
+  it('a cancel ends the hold at once: cancelled, nothing sent, no attempt', async () => {
+    const t = await h.setup(rateLimitedOnce('first-', 30));
+    const first = t.intent({ idempotencyKey: t.newKey('first') });
+    const second = t.intent();
+    const workers = await t.createWorkers();
+    const running = workers.run();
+    try {
+      await closeGateWith(t, workers, first);
+      const client = clientThatKnows(t);
+      await client.submit(second);
+      expect((await client.status(second.idempotencyKey)).phase).toBe('waiting');
+      const asked = Date.now();
+      await client.cancel(second.idempotencyKey, 'customer changed their mind');
+      const outcome = await client.result(second.idempotencyKey);
+      // Long before the gate's 30 s: the cancel did not wait for the intent's turn.
+      expect(Date.now() - asked).toBeLessThan(15_000);
+      expect(outcome).toMatchObject({
+        phase: 'cancelled',
+        attempts: 0,
+        cancelRequested: 'customer changed their mind',
+      });
+      expect(outcome.reservation).toBeUndefined();
+      expect(t.dispatches(second.idempotencyKey)).toHaveLength(0);
+      await expect(client.cancel(second.idempotencyKey, 'again')).rejects.toThrow(/already ended|has ended/);
+    } finally {
+      workers.shutdown();
+      await running;
+    }
+  });
+
+  it('"retry now" ends the hold but never sends before the gate opens; a turn past the deadline ends it expired at once', async () => {
+    const t = await h.setup(rateLimitedOnce('first-', 5));
+    const first = t.intent({ idempotencyKey: t.newKey('first') });
+    const second = t.intent();
+    const late = t.intent({ deadline: '2s' });
+    const workers = await t.createWorkers();
+    const running = workers.run();
+    try {
+      await closeGateWith(t, workers, first);
+      const client = clientThatKnows(t);
+      await client.submit(second);
+      await client.submit(late);
+      const held = await client.status(second.idempotencyKey);
+      const report = await client.retryNow(second.idempotencyKey);
+      expect(report).toMatchObject({ phase: 'waiting', why: 'gate' });
+      expect(ms(report.nextAttemptAt ?? undefined)).toBe(ms(held.permittedAt));
+      const outcome = await client.result(second.idempotencyKey);
+      expect(outcome).toMatchObject({ phase: 'succeeded', attempts: 1 });
+      const [sent] = dispatchTimes(t, second.idempotencyKey);
+      expect(sent).toBeGreaterThanOrEqual(ms(held.permittedAt));
+
+      const expired = await client.result(late.idempotencyKey);
+      expect(expired).toMatchObject({ phase: 'expired', attempts: 0 });
+      expect(expired.finalReason).toMatch(/rate limited until .*turn would come past the deadline/);
+      expect(t.dispatches(late.idempotencyKey)).toHaveLength(0);
     } finally {
       workers.shutdown();
       await running;

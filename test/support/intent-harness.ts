@@ -37,7 +37,7 @@ import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { RetryqClient, workflowIdOf } from '../../src/client.js';
-import type { Submitted } from '../../src/client.js';
+import type { RetryqClientOptions, Submitted } from '../../src/client.js';
 import type { RetryqConfig, WorkerTuning } from '../../src/config.js';
 import type { IntentInput, IntentStatus } from '../../src/intent.js';
 import { createDevServerEnvironment, createTimeSkippingEnvironment } from '../../src/testing.js';
@@ -176,7 +176,8 @@ export interface IntentTest {
 export interface IntentHarness {
   readonly env: TestWorkflowEnvironment;
   readonly bundle: WorkflowBundleWithSourceMap;
-  setup(scenario?: ScenarioInput): Promise<IntentTest>;
+  /** `client`: options of the test's `RetryqClient` beyond the harness's own (e.g. `{ holdAtSubmit: false }`). */
+  setup(scenario?: ScenarioInput, options?: { client?: Partial<RetryqClientOptions> }): Promise<IntentTest>;
 }
 
 export interface HarnessOptions {
@@ -214,7 +215,10 @@ export function useIntentHarness(kind: HarnessKind = 'time-skipping', options: H
       if (!bundle) throw new Error('the workflow bundle is not built (beforeAll failed?)');
       return bundle;
     },
-    async setup(scenario: ScenarioInput = {}): Promise<IntentTest> {
+    async setup(
+      scenario: ScenarioInput = {},
+      setupOptions: { client?: Partial<RetryqClientOptions> } = {},
+    ): Promise<IntentTest> {
       const e = harness.env;
       const workflowBundle = harness.bundle;
       // The simulator's clock follows Temporal's (skipped) time, as a real provider's clock follows real time: it
@@ -255,6 +259,7 @@ export function useIntentHarness(kind: HarnessKind = 'time-skipping', options: H
         // The time-skipping server cannot see the local gate check and may skip time past the task's timeout while it
         // runs; the dev-server harness keeps it (test/e2e/intent-gate-check.test.ts).
         ...(kind === 'time-skipping' ? { localGateCheck: false } : {}),
+        ...setupOptions.client,
       });
       const config: Pick<RetryqConfig, 'taskQueuePrefix' | 'credentials' | 'temporal'> = {
         taskQueuePrefix: prefix,
