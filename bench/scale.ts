@@ -460,6 +460,8 @@ async function sleepingSide(side: Side, provider: Provider) {
   let workerSettledMs = 0;
   let submittedMs = 0;
   let asleep = 0;
+  /** retryq intents `submit` held (their credential's gate was closed): asleep on the server, no task of theirs. */
+  let heldAtSubmit = 0;
   return {
     side,
     /** Puts `count` more to sleep (keys `from`…) and waits until they all sleep; adds to the side's totals. */
@@ -470,7 +472,11 @@ async function sleepingSide(side: Side, provider: Provider) {
       latencies.push(
         ...(await pool(count, opts.inFlight, async (j) => {
           const key = `a-${side}-${from + j}`;
-          if (side === 'retryq') return retryq.submit(intent(provider, `sleep-${side}`, key));
+          if (side === 'retryq') {
+            const submitted = await retryq.submit(intent(provider, `sleep-${side}`, key));
+            if (submitted.heldAtSubmit) heldAtSubmit++;
+            return submitted;
+          }
           if (side === 'bareTimer') return env.client.workflow.start('sleeper', { taskQueue: queue, workflowId: key });
           if (side === 'bareDelayedStart')
             // Held at the start, as an intent could be if `submit` knew its credential's gate closed: the server
@@ -506,7 +512,7 @@ async function sleepingSide(side: Side, provider: Provider) {
       let workerCountedAt: number | undefined;
       const settledAt = await waitFor(`${side}: ${target} asleep`, 600_000 + count * 200, async () => {
         if (side === 'retryq') {
-          if (workerCountedAt === undefined && asleepCounted(await worker.metrics()) - seen0 >= target)
+          if (workerCountedAt === undefined && asleepCounted(await worker.metrics()) - seen0 + heldAtSubmit >= target)
             workerCountedAt = performance.now();
           return (
             workerCountedAt !== undefined &&
@@ -552,7 +558,7 @@ async function sleepingSide(side: Side, provider: Provider) {
           batchSettleS,
           submitAllS: round2(submittedMs / 1000),
           // retryq: the part of settleS until the worker had counted every intent asleep; the rest is visibility.
-          ...(side === 'retryq' ? { workerSettleS: round2(workerSettledMs / 1000) } : {}),
+          ...(side === 'retryq' ? { workerSettleS: round2(workerSettledMs / 1000), heldAtSubmit } : {}),
           providerCalls: provider.count(`sleep-${side}`) - calls0,
           startLatencyMs: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) },
           workerRssMb: {
@@ -766,11 +772,16 @@ async function wakeStorm(provider: Provider, k: number, settleRatePerS: number |
     log(`c: ${k} intents to sleep until ${new Date(provider.wakeAtMs).toISOString()}`);
     const t0 = performance.now();
     const seen0 = asleepCounted(before);
-    await pool(k, opts.inFlight, (i) => retryq.submit(intent(provider, 'wake', `c-${i}`)));
+    let heldAtSubmit = 0;
+    await pool(k, opts.inFlight, async (i) => {
+      const submitted = await retryq.submit(intent(provider, 'wake', `c-${i}`));
+      if (submitted.heldAtSubmit) heldAtSubmit++;
+    });
     // Asleep: held by load control (in the first workflow task when the worker knows the gate is closed, else after
     // a dispatch load control held) or answered 429 itself; then the workflow task that starts its timer has run.
     const settledAt = await waitFor('c: all asleep', 600_000 + k * 200, async () => {
-      return asleepCounted(await worker.metrics()) - seen0 >= k;
+      // Or held at submit: asleep on the server from its start.
+      return asleepCounted(await worker.metrics()) - seen0 + heldAtSubmit >= k;
     });
     const settledBeforeWake = Date.now() < provider.wakeAtMs;
     const m0 = await worker.metrics();
@@ -802,6 +813,7 @@ async function wakeStorm(provider: Provider, k: number, settleRatePerS: number |
       n: k,
       settleS: round2((settledAt - t0) / 1000),
       settledBeforeWake,
+      heldAtSubmit,
       budgetPerMin: opts.wakeBudget,
       allDispatchedS: round2(dispatchedOverS),
       allCompletedS: round2(allCompletedS),
@@ -920,7 +932,9 @@ async function wakeHistories(client: Client, k: number) {
     let scheduledAt: number | undefined;
     let startedAt: number | undefined;
     for (const e of events) {
-      if (e.timerFiredEventAttributes) woke = true;
+      // Woken by its timer, or by the end of its start delay (held at submit: every workflow task is a wake-up's).
+      if (e.timerFiredEventAttributes || e.workflowExecutionStartedEventAttributes?.firstWorkflowTaskBackoff)
+        woke = true;
       const timedOut = e.workflowTaskTimedOutEventAttributes;
       // TimeoutType 2 = SCHEDULE_TO_START (a task left too long on a worker's sticky queue), 1 = START_TO_CLOSE.
       if (timedOut) timeouts[Number(timedOut.timeoutType) === 2 ? 'scheduleToStart' : 'startToClose']++;

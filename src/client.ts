@@ -138,6 +138,11 @@ export interface Submitted {
   workflowId: string;
   /** `true` when an intent with this key and payload already existed and nothing new was started. */
   attached: boolean;
+  /**
+   * Set when this submit started the intent held (its credential's gate is closed after a rate-limit answer): the
+   * server starts it at `startsAt`, its turn after the gate opens at `until` (ISO). Its phase is `waiting` meanwhile.
+   */
+  heldAtSubmit?: { until: string; startsAt: string; why?: string | undefined };
 }
 
 /** What {@link RetryqClient.retryNow} did. */
@@ -384,7 +389,21 @@ export class RetryqClient {
               `the server starts this intent at its turn, ${new Date(hold.wakeAtMs).toISOString()}.`
             : ''),
       });
-      return { key: spec.idempotencyKey, workflowId, attached: false };
+      return {
+        key: spec.idempotencyKey,
+        workflowId,
+        attached: false,
+        ...(hold
+          ? {
+              heldAtSubmit: {
+                until: new Date(hold.untilMs).toISOString(),
+                // A turn past the deadline: started at once, to end `expired`.
+                startsAt: new Date(delayMs > 0 ? hold.wakeAtMs : this.clock()).toISOString(),
+                ...(hold.why !== undefined ? { why: hold.why } : {}),
+              },
+            }
+          : {}),
+      };
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError))
         throw translateTemporalError(err, `start the workflow of intent "${spec.idempotencyKey}"`);
