@@ -118,8 +118,9 @@ export interface RetryqClientOptions {
    * server itself: it starts with a start delay until its turn after the gate's time (its place among the held
    * intents, at the credential's budget) and runs no workflow task before then. Without it such an intent runs one
    * workflow task to learn the gate is closed and sleeps in it, which costs several times as much server and worker
-   * work. The client learns the gate from the credential's entity (a query, at most one per credential per
-   * {@link RetryqClientOptions.gateFreshMs}); only a credential's first submit waits for that answer (at most 1 s).
+   * work. The client learns the gate from the credential's entity (its memo, read with a describe that the server
+   * answers alone, at most once per credential per {@link RetryqClientOptions.gateFreshMs}); only a credential's
+   * first submit waits for that answer (at most 1 s).
    * See docs/load-control.md, "Held at submit". @default true
    */
   holdAtSubmit?: boolean;

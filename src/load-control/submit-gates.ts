@@ -3,9 +3,9 @@
  * submitted while the gate is closed after a rate-limit answer is held by the Temporal server (a start delay) until
  * its turn, instead of running a workflow task only to go to sleep in it (docs/load-control.md, "Held at submit").
  *
- * Per credential it keeps the entity's last answer to its state query (no history, no workflow task of the
- * intent's), asked again when it is older than {@link DEFAULT_GATE_FRESH_MS}, at most one query at a time per
- * credential, bounded by {@link DEFAULT_GATE_LOOKUP_TIMEOUT_MS}. What it gets wrong costs time, never safety: an
+ * Per credential it keeps what the credential's entity last said of its gate (its memo, read with a describe: no
+ * worker, no history), read again when it is older than {@link DEFAULT_GATE_FRESH_MS}, at most one read at a time
+ * per credential, bounded by {@link DEFAULT_GATE_LOOKUP_TIMEOUT_MS}. What it gets wrong costs time, never safety: an
  * intent held too briefly (the gate closed for longer, or this process's clock runs ahead of the server's) meets the
  * gate check and load control at its first workflow task and is held there, as it would have been without this; an
  * intent not held (the gate closed after the last answer, or the entity did not answer) is held there too.
@@ -19,21 +19,22 @@
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
 import { spreadWakeUp } from '../policy/index.js';
-import { credentialStateQuery, credentialWorkflowId } from '../workflows/credential.js';
+import { GATE_MEMO, credentialWorkflowId } from '../workflows/credential.js';
+import type { GateMemo } from '../workflows/credential.js';
 
 /** How old the last answer about a credential's gate may be before a submit asks its entity again. */
 export const DEFAULT_GATE_FRESH_MS = 1_000;
 /** Longest a submit waits for the entity's answer; without one, the intent starts at once. */
 export const DEFAULT_GATE_LOOKUP_TIMEOUT_MS = 1_000;
 /** After a lookup that failed (no answer in time, no worker serves the entity), how long submits do not ask again. */
-export const GATE_LOOKUP_BACKOFF_MS = 10_000;
+export const GATE_LOOKUP_BACKOFF_MS = 5_000;
 
 /** What the entity says of the dispatch gate: closed until a time (server clock, ms), or open (`0`). */
 export interface GateAnswer {
   closedUntilMs: number;
   /** What closed it: `HTTP 429 rate_limit_exceeded (Retry-After: 30)`. */
   why: string | undefined;
-  /** Held dispatches the entity has handed a place since the gate closed (the next place to hand out). */
+  /** Places already handed out behind this closure, where known (the next place to hand out); else 0. */
   held: number;
   /** The credential's dispatch budget per minute: the rate held intents are released at. */
   perMinute: number;
@@ -75,21 +76,25 @@ interface Entry {
   asking: Promise<void> | undefined;
 }
 
-/** The entity's state query as a {@link GateLookup}. */
+/**
+ * The entity's memo as a {@link GateLookup}: a describe, which the server answers alone (no worker, no workflow task,
+ * nothing added to any history), so it stays quick while the workers are busiest, right after a 429. An entity that
+ * has not written its gate yet (gate never closed, or a worker from before 0.5.0) reads as open.
+ */
 export function entityGateLookup(client: Client, prefix: string): GateLookup {
   return async (credential, timeoutMs) => {
     try {
-      const state = await client.withDeadline(Date.now() + timeoutMs, () =>
-        client.workflow.getHandle(credentialWorkflowId(credential, prefix)).query(credentialStateQuery),
+      const desc = await client.withDeadline(Date.now() + timeoutMs, () =>
+        client.workflow.getHandle(credentialWorkflowId(credential, prefix)).describe(),
       );
-      const gate = state.gates.dispatch;
-      const until = gate.closedUntil === undefined ? 0 : Date.parse(gate.closedUntil);
+      const memo = desc.memo?.[GATE_MEMO] as Partial<GateMemo> | undefined;
+      if (typeof memo?.closedUntilMs !== 'number' || typeof memo.dispatchPerMinute !== 'number') return undefined;
       return {
-        closedUntilMs: Number.isFinite(until) ? until : 0,
-        why: gate.reason,
-        held: Number.isInteger(gate.held) && gate.held > 0 ? gate.held : 0,
-        perMinute: state.budget.dispatchPerMinute,
-        blocked: state.blocked !== undefined,
+        closedUntilMs: memo.closedUntilMs,
+        why: typeof memo.reason === 'string' ? memo.reason : undefined,
+        held: 0,
+        perMinute: memo.dispatchPerMinute,
+        blocked: memo.blocked === true,
       };
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) return undefined;

@@ -24,14 +24,17 @@
 import {
   allHandlersFinished,
   condition,
-  continueAsNew,
+  makeContinueAsNewFunc,
   defineQuery,
   defineUpdate,
+  patched,
   setHandler,
+  upsertMemo,
   workflowInfo,
 } from '@temporalio/workflow';
 import { grantSlot, initialPacer } from '../policy/load.js';
 import type { BudgetSplit, PacerState } from '../policy/load.js';
+import { CredentialPatch } from './patches.js';
 
 /** The entity workflow's id for a credential under a task-queue prefix (`credential:acme-prod`, or with `@prefix`). */
 export function credentialWorkflowId(credential: string, prefix = 'retryq'): string {
@@ -139,6 +142,21 @@ export interface CredentialState {
   asOf: string;
 }
 
+/** The entity's memo key for its dispatch gate ({@link GateMemo}). */
+export const GATE_MEMO = 'dispatchGate';
+
+/**
+ * What the entity keeps in its memo about dispatches, for clients to read with a describe (no worker involved):
+ * until when the dispatch gate is closed (entity clock, ms; 0: open), what closed it, the budget the held intents are
+ * released at, and whether the credential is blocked. Written when one of them changes.
+ */
+export interface GateMemo {
+  closedUntilMs: number;
+  reason?: string | undefined;
+  dispatchPerMinute: number;
+  blocked: boolean;
+}
+
 export const acquireSlotsUpdate = defineUpdate<AcquireAnswer, [AcquireRequest]>('acquireSlots');
 /** Reports are updates, not signals: once one returns, every later slot request sees it. */
 export const rateLimitedUpdate = defineUpdate<void, [RateLimitedReport]>('rateLimited');
@@ -172,6 +190,27 @@ export async function credentialWorkflow(input: CredentialWorkflowInput): Promis
   let blocked = input.carried?.blocked;
   const counters = input.carried?.counters ?? freshCounters();
   let updates = 0;
+  let memo = workflowInfo().memo?.[GATE_MEMO] as GateMemo | undefined;
+
+  /** Keeps the memo in step with the dispatch gate, the budget and the block (behind {@link CredentialPatch.gateMemo}). */
+  const publishGate = () => {
+    const next: GateMemo = {
+      closedUntilMs: gates.dispatch.closedUntilMs,
+      ...(gates.dispatch.reason !== undefined ? { reason: gates.dispatch.reason } : {}),
+      dispatchPerMinute: budget.dispatchPerMinute,
+      blocked: blocked !== undefined,
+    };
+    if (
+      memo?.closedUntilMs === next.closedUntilMs &&
+      memo.reason === next.reason &&
+      memo.dispatchPerMinute === next.dispatchPerMinute &&
+      memo.blocked === next.blocked
+    )
+      return;
+    if (!patched(CredentialPatch.gateMemo)) return;
+    memo = next;
+    upsertMemo({ [GATE_MEMO]: next });
+  };
 
   const openFor = (kind: SlotKind, now: number) => Math.max(0, gates[kind].closedUntilMs - now);
 
@@ -179,7 +218,9 @@ export async function credentialWorkflow(input: CredentialWorkflowInput): Promis
     acquireSlotsUpdate,
     (req) => {
       updates++;
+      const rateChanged = req.budget.dispatchPerMinute !== budget.dispatchPerMinute;
       budget = req.budget;
+      if (rateChanged && memo) publishGate();
       const now = Date.now();
       const answers: SlotAnswer[] = req.wants.map((kind): SlotAnswer => {
         // A block holds dispatches; inspections still run (they resolve what was sent, and spend nothing).
@@ -255,18 +296,21 @@ export async function credentialWorkflow(input: CredentialWorkflowInput): Promis
       gate.closedUntilMs = until;
       gate.reason = reason.slice(0, 200);
       counters.gateClosures++;
+      if (kind === 'dispatch') publishGate();
     }
   });
 
   setHandler(blockUpdate, ({ reason, code }) => {
     updates++;
     blocked ??= { reason: reason.slice(0, 300), since: new Date().toISOString(), ...(code ? { code } : {}) };
+    publishGate();
   });
 
   setHandler(resumeUpdate, () => {
     updates++;
     const was = blocked;
     blocked = undefined;
+    publishGate();
     return { wasBlocked: was };
   });
 
@@ -288,7 +332,8 @@ export async function credentialWorkflow(input: CredentialWorkflowInput): Promis
 
   await condition(() => updates >= UPDATES_PER_RUN || workflowInfo().continueAsNewSuggested);
   await condition(allHandlersFinished);
-  await continueAsNew<typeof credentialWorkflow>({
+  // The next run starts with the memo this one ended with (describe reads the current run's).
+  await makeContinueAsNewFunc<typeof credentialWorkflow>(memo ? { memo: { [GATE_MEMO]: memo } } : {})({
     credential: input.credential,
     budget,
     carried: { pacer, gates, blocked, counters },

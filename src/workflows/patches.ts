@@ -27,3 +27,12 @@ export const IntentPatch = {
    */
   gateCheckAfterWait: 'retryq-0.4-gate-check-after-wait',
 } as const;
+
+/** The credential entity's patch ids (src/workflows/credential.ts). */
+export const CredentialPatch = {
+  /**
+   * 0.5.0: the entity keeps its dispatch gate in its memo (`dispatchGate`), so that a client can learn it with a
+   * describe (the server alone answers) and hold an intent at submit while the gate is closed.
+   */
+  gateMemo: 'retryq-0.5-credential-gate-memo',
+} as const;

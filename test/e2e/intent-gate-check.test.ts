@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import proto from '@temporalio/proto';
 import { RetryqClient, workflowIdOf } from '../../src/client.js';
+import { credentialWorkflowId } from '../../src/workflows/credential.js';
 import type { ScenarioInput } from '../../src/sim/index.js';
 import { CREDENTIAL, dispatchTimes, ms, useIntentHarness } from '../support/intent-harness.js';
 import type { IntentInput } from '../../src/index.js';
@@ -247,6 +248,9 @@ describe("when the client knows the credential's gate is closed (held at submit)
       const desc = await t.env.client.workflow.getHandle(workflowIdOf(second.idempotencyKey)).describe();
       expect(desc.executionTime?.getTime()).toBeGreaterThan(desc.startTime.getTime());
       expect(desc.searchAttributes['RetryPhase']).toEqual(['waiting']);
+      // What the client read: the entity's memo, written when the 429 closed the gate (a describe, no worker).
+      const entity = await t.env.client.workflow.getHandle(credentialWorkflowId(CREDENTIAL, t.prefix)).describe();
+      expect(entity.memo?.['dispatchGate']).toMatchObject({ closedUntilMs: ms(waiting.permittedAt), blocked: false });
       const listed = await client.list({ phase: 'waiting' });
       expect(listed.map((e) => e.key)).toContain(second.idempotencyKey);
 
