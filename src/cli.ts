@@ -477,7 +477,12 @@ async function cmdSubmit(argv: string[], config: RetryqConfig): Promise<number> 
       if (values.json) io.out(JSON.stringify(submitted));
       else
         io.out(
-          `${submitted.attached ? 'Attached to existing' : 'Submitted'} intent ${submitted.key} (workflow ${submitted.workflowId}).`,
+          `${submitted.attached ? 'Attached to existing' : 'Submitted'} intent ${submitted.key} (workflow ${submitted.workflowId}).` +
+            (submitted.heldAtSubmit
+              ? ` Held: credential ${(intent as IntentInput).credential} is rate limited until ` +
+                `${submitted.heldAtSubmit.until}${submitted.heldAtSubmit.why ? ` (${submitted.heldAtSubmit.why})` : ''}; ` +
+                `the server starts it at ${submitted.heldAtSubmit.startsAt}. Nothing is sent before then.`
+              : ''),
         );
       return ExitCode.ok;
     }
