@@ -126,6 +126,12 @@ export interface RetryqClientOptions {
   holdAtSubmit?: boolean;
   /** How old the client's knowledge of a credential's gate may be before a submit asks again. @default 1_000 */
   gateFreshMs?: number;
+  /**
+   * Most intents held at submit that this client lets the server start per second behind one closure of a gate
+   * (their first workflow tasks go to any worker, outside each worker's `RETRYQ_WAKE_UPS_PER_SECOND`): set it to what
+   * your workers complete per second together. `0`: the credential's budget only. @default 10
+   */
+  heldStartsPerSecond?: number;
 }
 
 /** Options of one {@link RetryqClient.submit}. */
@@ -253,6 +259,14 @@ export class RetryqClient {
     this.maxDeadlineMs = options.maxDeadlineMs ?? deadlineDefaults.maxDeadlineMs;
     this.codes = options.codes;
     this.clock = options.clock ?? Date.now;
+    if (options.heldStartsPerSecond !== undefined && !(options.heldStartsPerSecond >= 0))
+      throw new ConfigError([
+        {
+          path: 'heldStartsPerSecond',
+          message: 'must be a number of intents per second, 0 (the budget only) or more',
+          received: options.heldStartsPerSecond,
+        },
+      ]);
     if (options.gateFreshMs !== undefined && !(options.gateFreshMs >= 0))
       throw new ConfigError([
         { path: 'gateFreshMs', message: 'must be a number of milliseconds, 0 or more', received: options.gateFreshMs },
@@ -264,6 +278,7 @@ export class RetryqClient {
             lookup: entityGateLookup(this.client, this.prefix),
             clock: this.clock,
             ...(options.gateFreshMs !== undefined ? { freshMs: options.gateFreshMs } : {}),
+            ...(options.heldStartsPerSecond !== undefined ? { startsPerSecond: options.heldStartsPerSecond } : {}),
           });
   }
 

@@ -18,7 +18,7 @@
  */
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
-import { spreadWakeUp } from '../policy/index.js';
+import { boundedWakePlace, spreadWakeUp } from '../policy/index.js';
 import { GATE_MEMO, credentialWorkflowId } from '../workflows/credential.js';
 import type { GateMemo } from '../workflows/credential.js';
 
@@ -26,6 +26,12 @@ import type { GateMemo } from '../workflows/credential.js';
 export const DEFAULT_GATE_FRESH_MS = 1_000;
 /** Longest a submit waits for the entity's answer; without one, the intent starts at once. */
 export const DEFAULT_GATE_LOOKUP_TIMEOUT_MS = 1_000;
+/**
+ * Intents held at submit that one client starts per second at most, behind one closure: their first workflow tasks
+ * land on the shared workflow queue, where the workers' own wake-up bound (`RETRYQ_WAKE_UPS_PER_SECOND`, default 10
+ * per worker) does not reach them. The same default as one worker's.
+ */
+export const DEFAULT_HELD_STARTS_PER_SECOND = 10;
 /** After a lookup that failed (no answer in time, no worker serves the entity), how long submits do not ask again. */
 export const GATE_LOOKUP_BACKOFF_MS = 5_000;
 
@@ -63,6 +69,8 @@ export interface SubmitGateViewsOptions {
   timeoutMs?: number;
   /** @default Math.random */
   random?: () => number;
+  /** @default {@link DEFAULT_HELD_STARTS_PER_SECOND}; `0`: the credential's budget only. */
+  startsPerSecond?: number;
 }
 
 interface Entry {
@@ -111,6 +119,7 @@ export class SubmitGateViews {
   readonly #freshMs: number;
   readonly #timeoutMs: number;
   readonly #random: () => number;
+  readonly #startsPerSecond: number;
 
   constructor(options: SubmitGateViewsOptions) {
     this.#lookup = options.lookup;
@@ -118,6 +127,7 @@ export class SubmitGateViews {
     this.#freshMs = options.freshMs ?? DEFAULT_GATE_FRESH_MS;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_GATE_LOOKUP_TIMEOUT_MS;
     this.#random = options.random ?? Math.random;
+    this.#startsPerSecond = options.startsPerSecond ?? DEFAULT_HELD_STARTS_PER_SECOND;
   }
 
   /**
@@ -140,14 +150,16 @@ export class SubmitGateViews {
     if (!entry || !answer || answer.blocked || !(answer.closedUntilMs > at) || !(answer.perMinute > 0))
       return undefined;
     const rank = entry.next++;
+    // Its slice at the credential's budget, or at this client's start rate, whichever comes later.
+    const place = boundedWakePlace({
+      rank,
+      perMinute: answer.perMinute,
+      localRank: rank,
+      localPerMinute: this.#startsPerSecond > 0 ? this.#startsPerSecond * 60 : undefined,
+    });
     return {
       untilMs: answer.closedUntilMs,
-      wakeAtMs: spreadWakeUp({
-        floorMs: answer.closedUntilMs,
-        rank,
-        perMinute: answer.perMinute,
-        random: this.#random,
-      }),
+      wakeAtMs: spreadWakeUp({ floorMs: answer.closedUntilMs, ...place, random: this.#random }),
       ...(answer.why !== undefined ? { why: answer.why } : {}),
     };
   }

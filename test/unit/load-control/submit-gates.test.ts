@@ -56,7 +56,7 @@ describe('SubmitGateViews', () => {
     const e = fakeEntity();
     const now = 1_000_000;
     e.state.answer = closed(now + 60_000, 3);
-    const views = new SubmitGateViews({ lookup: e.lookup, clock: () => now, random: () => 0.5 });
+    const views = new SubmitGateViews({ lookup: e.lookup, clock: () => now, random: () => 0.5, startsPerSecond: 0 });
     const holds = [await views.holdFor('acme'), await views.holdFor('acme'), await views.holdFor('acme')];
     // 600 per minute: slices of 100 ms; places 3, 4, 5, each in the middle of its slice.
     expect(holds.map((h) => (h?.wakeAtMs ?? 0) - (now + 60_000))).toEqual([350, 450, 550]);
@@ -68,7 +68,7 @@ describe('SubmitGateViews', () => {
     const e = fakeEntity();
     let now = 1_000_000;
     e.state.answer = closed(now + 60_000);
-    const views = new SubmitGateViews({ lookup: e.lookup, clock: () => now, random: () => 0 });
+    const views = new SubmitGateViews({ lookup: e.lookup, clock: () => now, random: () => 0, startsPerSecond: 0 });
     expect(await views.holdFor('acme')).toBeDefined();
     now += 5_000;
     e.hold();
@@ -86,6 +86,20 @@ describe('SubmitGateViews', () => {
     const later = await views.holdFor('acme');
     expect(later?.untilMs).toBe(now + 120_000);
     expect(later?.wakeAtMs).toBe(now + 120_000 + 1_000); // place 10 at 600/min
+  });
+
+  it('starts at most startsPerSecond held intents per second when that is slower than the budget', async () => {
+    const e = fakeEntity();
+    const now = 1_000_000;
+    e.state.answer = closed(now + 60_000); // 600 per minute: 10 per second
+    const views = new SubmitGateViews({ lookup: e.lookup, clock: () => now, random: () => 0.5, startsPerSecond: 4 });
+    const holds = [await views.holdFor('acme'), await views.holdFor('acme'), await views.holdFor('acme')];
+    // 4 per second: slices of 250 ms, not the budget's 100 ms (place 0: both slices start at the gate time).
+    expect(holds.map((h) => (h?.wakeAtMs ?? 0) - (now + 60_000))).toEqual([50, 375, 625]);
+    const fast = new SubmitGateViews({ lookup: e.lookup, clock: () => now, random: () => 0.5, startsPerSecond: 100 });
+    const fastHolds = [await fast.holdFor('acme'), await fast.holdFor('acme')];
+    // Faster than the budget: the budget's slices.
+    expect(fastHolds.map((h) => (h?.wakeAtMs ?? 0) - (now + 60_000))).toEqual([50, 150]);
   });
 
   it('starts at once when the entity cannot be asked, and does not ask again for a while', async () => {
