@@ -219,16 +219,30 @@ function clientThatKnows(t: IntentTest): RetryqClient {
   return new RetryqClient({ client: t.env.client, taskQueuePrefix: t.prefix, requireServedCredential: false });
 }
 
+/**
+ * Runs `body` with workers running, after a first intent's 429 (`Retry-After: seconds`) closed the credential's gate,
+ * and with a client that knows it.
+ */
+async function whileGateClosed(
+  seconds: number,
+  body: (t: IntentTest, client: RetryqClient) => Promise<void>,
+): Promise<void> {
+  const t = await h.setup(rateLimitedOnce('first-', seconds));
+  const workers = await t.createWorkers();
+  const running = workers.run();
+  try {
+    await closeGateWith(t, workers, t.intent({ idempotencyKey: t.newKey('first') }));
+    await body(t, clientThatKnows(t));
+  } finally {
+    workers.shutdown();
+    await running;
+  }
+}
+
 describe("when the client knows the credential's gate is closed (held at submit)", () => {
   it('the server holds the intent until its turn: no workflow task, status and list say waiting, sent once after the gate opens', async () => {
-    const t = await h.setup(rateLimitedOnce('first-', 4));
-    const first = t.intent({ idempotencyKey: t.newKey('first') });
-    const second = t.intent();
-    const workers = await t.createWorkers();
-    const running = workers.run();
-    try {
-      await closeGateWith(t, workers, first);
-      const client = clientThatKnows(t);
+    await whileGateClosed(4, async (t, client) => {
+      const second = t.intent();
       await client.submit(second);
 
       // Nothing has run: the start is the whole history, and the status comes from what the start recorded.
@@ -267,21 +281,12 @@ describe("when the client knows the credential's gate is closed (held at submit)
       expect(count(types, 'MARKER_RECORDED')).toBe(0);
       expect(count(types, 'TIMER_STARTED')).toBe(0);
       expect(types).toHaveLength(13);
-    } finally {
-      workers.shutdown();
-      await running;
-    }
+    });
   });
 
   it('a cancel ends the hold at once: cancelled, nothing sent, no attempt', async () => {
-    const t = await h.setup(rateLimitedOnce('first-', 30));
-    const first = t.intent({ idempotencyKey: t.newKey('first') });
-    const second = t.intent();
-    const workers = await t.createWorkers();
-    const running = workers.run();
-    try {
-      await closeGateWith(t, workers, first);
-      const client = clientThatKnows(t);
+    await whileGateClosed(30, async (t, client) => {
+      const second = t.intent();
       await client.submit(second);
       expect((await client.status(second.idempotencyKey)).phase).toBe('waiting');
       const asked = Date.now();
@@ -297,22 +302,13 @@ describe("when the client knows the credential's gate is closed (held at submit)
       expect(outcome.reservation).toBeUndefined();
       expect(t.dispatches(second.idempotencyKey)).toHaveLength(0);
       await expect(client.cancel(second.idempotencyKey, 'again')).rejects.toThrow(/already ended|has ended/);
-    } finally {
-      workers.shutdown();
-      await running;
-    }
+    });
   });
 
   it('"retry now" ends the hold but never sends before the gate opens; a turn past the deadline ends it expired at once', async () => {
-    const t = await h.setup(rateLimitedOnce('first-', 5));
-    const first = t.intent({ idempotencyKey: t.newKey('first') });
-    const second = t.intent();
-    const late = t.intent({ deadline: '2s' });
-    const workers = await t.createWorkers();
-    const running = workers.run();
-    try {
-      await closeGateWith(t, workers, first);
-      const client = clientThatKnows(t);
+    await whileGateClosed(5, async (t, client) => {
+      const second = t.intent();
+      const late = t.intent({ deadline: '2s' });
       await client.submit(second);
       await client.submit(late);
       const held = await client.status(second.idempotencyKey);
@@ -328,9 +324,6 @@ describe("when the client knows the credential's gate is closed (held at submit)
       expect(expired).toMatchObject({ phase: 'expired', attempts: 0 });
       expect(expired.finalReason).toMatch(/rate limited until .*turn would come past the deadline/);
       expect(t.dispatches(late.idempotencyKey)).toHaveLength(0);
-    } finally {
-      workers.shutdown();
-      await running;
-    }
+    });
   });
 });
