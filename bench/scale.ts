@@ -713,6 +713,8 @@ async function throughput(provider: Provider) {
     const sample = retryq.client.workflow.getHandle(workflowIdOf('b-0-retryq-0'));
     const bareSample = env.client.workflow.getHandle('b-0-bare-0');
     const events = async (h: WorkflowHandle) => (await h.fetchHistory()).events?.length ?? 0;
+    // The history's size in bytes as the server counts it (payloads included): what it stores and sends per intent.
+    const bytes = async (h: WorkflowHandle) => (await h.describe()).historySize ?? 0;
     // Load control's share: the credential entity's history (every run: it continues as new), per retryq intent.
     let entityEvents = 0;
     for await (const w of env.client.workflow.list({ query: `TaskQueue = "scale-b.credentials"` }))
@@ -731,6 +733,7 @@ async function throughput(provider: Provider) {
         retryqPairRatios: pairs('retryq', side).map(round2),
         retryqPairRatioMedian: round2(lowerMedian(pairs('retryq', side))),
         historyEvents: await events(env.client.workflow.getHandle(`b-0-${side}-0`)),
+        historyBytes: await bytes(env.client.workflow.getHandle(`b-0-${side}-0`)),
       };
     const result = {
       n: m,
@@ -744,6 +747,7 @@ async function throughput(provider: Provider) {
       pairRatios: pairs('retryq').map(round2),
       pairRatioMedian: round2(lowerMedian(pairs('retryq'))),
       historyEvents: { retryq: await events(sample), bare: await events(bareSample) },
+      historyBytes: { retryq: await bytes(sample), bare: await bytes(bareSample) },
       // The bare workflow with one of retryq's costs added: what each costs, as a share of bare's throughput.
       ...(Object.keys(decomposition).length > 0 ? { decomposition } : {}),
     };
