@@ -387,12 +387,9 @@ export class RetryqClient {
           credential: spec.credential,
           ...(hold ? { [HELD_AT_SUBMIT_MEMO]: heldMemo(spec, hold) } : {}),
         },
-        // What the list and the UI read until the run's first transition. Not held, its first workflow task sends
-        // attempt 1, so the start says so and that task upserts nothing (docs/client-api.md, "What list reads"): one
-        // history event and one visibility write less per intent.
         typedSearchAttributes: [
-          { key: retryPhaseKey, value: hold ? 'waiting' : 'dispatching' },
-          { key: retryAttemptKey, value: hold ? 0 : 1 },
+          { key: retryPhaseKey, value: hold ? 'waiting' : 'scheduled' },
+          { key: retryAttemptKey, value: 0 },
           { key: credentialKey, value: spec.credential },
           ...(hold ? [{ key: nextAttemptAtKey, value: new Date(hold.wakeAtMs) }] : []),
         ],

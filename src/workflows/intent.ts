@@ -363,14 +363,6 @@ class IntentRun {
     setCurrentDetails(this.details());
   }
 
-  /** Whether this run is a fresh intent whose start attributes already announce its first dispatch. */
-  firstDispatchAnnounced(): boolean {
-    const s = this.status;
-    if (!this.changesOnly || s.phase !== Phase.scheduled || s.attempts !== 0) return false;
-    const held = workflowInfo().typedSearchAttributes;
-    return held.get(retryPhaseKey) === Phase.dispatching && held.get(retryAttemptKey) === 1;
-  }
-
   /** A sentence a person understands: what the intent is doing, until when, and why. */
   details(): string {
     const s = this.status;
@@ -515,11 +507,7 @@ class IntentRun {
   // ---- the loop -----------------------------------------------------------------------------------------
 
   async run(): Promise<IntentOutcome> {
-    // The client announces a fresh intent's first dispatch in the start's attributes (`dispatching`, attempt 1), the
-    // step this workflow task takes next: the first publish leaves them as they are (no upsert back to `scheduled`),
-    // and every other first step (held by the gate check, cancelled, expired) publishes its own state.
-    if (this.firstDispatchAnnounced()) setCurrentDetails(this.details());
-    else this.publish();
+    this.publish();
     if (this.heldAtSubmit) {
       const outcome = this.startAfterHold(this.heldAtSubmit);
       this.heldAtSubmit = undefined;

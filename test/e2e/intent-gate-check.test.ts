@@ -60,7 +60,7 @@ const FIRST_TASK_WITH_GATE_CHECK = [
 ];
 
 describe('the history of an intent', () => {
-  it('holds 12 events when the first attempt succeeds: 2 workflow tasks, 1 upsert of its own, no gate check', async () => {
+  it('holds 13 events when the first attempt succeeds: 2 workflow tasks, 2 upserts of its own, no gate check', async () => {
     const t = await h.setup({});
     const input = t.intent();
     const outcome = await t.run(async () => {
@@ -68,19 +68,15 @@ describe('the history of an intent', () => {
       return t.client.result(input.idempotencyKey);
     });
     expect(outcome.phase).toBe('succeeded');
-    // The start carries the `dispatching` attributes (attempt 1), the step its first workflow task takes; the run
-    // upserts only `succeeded`. The worker knew no closed gate, so the first dispatch went without the gate check: no
-    // patch marker, no version upsert, no local activity (src/load-control/gate-check-patch.ts).
-    const history = await t.env.client.workflow.getHandle(workflowIdOf(input.idempotencyKey)).fetchHistory();
-    const started = history.events?.[0]?.workflowExecutionStartedEventAttributes?.searchAttributes?.indexedFields;
-    const decoded = (name: string): unknown => JSON.parse(Buffer.from(started?.[name]?.data ?? '').toString('utf8'));
-    expect(decoded('RetryPhase')).toBe('dispatching');
-    expect(decoded('RetryAttempt')).toBe(1);
+    // The start carries the `scheduled` attributes; the run upserts `dispatching` (attempt 1) and `succeeded`. The
+    // worker knew no closed gate, so the first dispatch went without the gate check: no patch marker, no version
+    // upsert, no local activity (src/load-control/gate-check-patch.ts).
     expect(await eventTypes(t, input.idempotencyKey)).toEqual([
       'WORKFLOW_EXECUTION_STARTED',
       'WORKFLOW_TASK_SCHEDULED',
       'WORKFLOW_TASK_STARTED',
       'WORKFLOW_TASK_COMPLETED',
+      'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
       'ACTIVITY_TASK_SCHEDULED',
       'ACTIVITY_TASK_STARTED',
       'ACTIVITY_TASK_COMPLETED',
@@ -92,7 +88,7 @@ describe('the history of an intent', () => {
     ]);
   });
 
-  it('upserts once per transition on the way through a rate limit: waiting, dispatching, succeeded (the start said dispatching)', async () => {
+  it('upserts once per transition on the way through a rate limit: dispatching, waiting, dispatching, succeeded', async () => {
     const t = await h.setup(rateLimitedOnce('order-', 2));
     const input = t.intent();
     const outcome = await t.run(async () => {
@@ -101,12 +97,12 @@ describe('the history of an intent', () => {
     });
     expect(outcome.phase).toBe('succeeded');
     const types = await eventTypes(t, input.idempotencyKey);
-    expect(count(types, 'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES')).toBe(4); // 3 transitions and the patch's version
+    expect(count(types, 'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES')).toBe(5); // 4 transitions and the patch's version
     expect(count(types, 'WORKFLOW_TASK_COMPLETED')).toBe(4);
     // No gate check before the first dispatch (the gate was open), one before the second (after the wait: the gate
     // its own 429 closed has opened, it waited for it), and that check's patch marker once.
     expect(count(types, 'MARKER_RECORDED')).toBe(2);
-    expect(types).toHaveLength(28);
+    expect(types).toHaveLength(29);
     // What the UI lists by: the final attributes say succeeded after 2 attempts, and the last error seen.
     const desc = await t.env.client.workflow.getHandle(workflowIdOf(input.idempotencyKey)).describe();
     expect(desc.searchAttributes['RetryPhase']).toEqual(['succeeded']);
@@ -137,11 +133,6 @@ describe("when the intent's worker knows the credential's gate is closed", () =>
       expect(t.dispatches(second.idempotencyKey)).toHaveLength(0);
       // One workflow task put it to sleep: the gate check (its patch and answer), one upsert (waiting), the timer.
       expect(await eventTypes(t, second.idempotencyKey)).toEqual([...FIRST_TASK_WITH_GATE_CHECK, 'TIMER_STARTED']);
-      // The start announced the first dispatch (`dispatching`, attempt 1); held instead, the upsert says so: no
-      // attempt was used.
-      const held = await t.env.client.workflow.getHandle(workflowIdOf(second.idempotencyKey)).describe();
-      expect(held.searchAttributes['RetryPhase']).toEqual(['waiting']);
-      expect(held.searchAttributes['RetryAttempt']).toEqual([0]);
 
       const outcome = await t.client.result(second.idempotencyKey);
       expect(outcome.phase).toBe('succeeded');
