@@ -251,6 +251,8 @@ interface Env {
   server: ManagedServer;
   connection: Connection;
   client: Client;
+  /** The dev server's own Prometheus metrics (persistence calls and history tasks, by operation). */
+  serverMetricsPort: number;
 }
 
 const children = new Set<ChildProcess>();
@@ -259,11 +261,20 @@ const servers = new Set<ManagedServer>();
 async function startEnv(): Promise<Env> {
   const cli = await resolveTemporalCli();
   if (!cli.path) throw new Error('no Temporal CLI: run `npx tsx src/cli.ts doctor` first');
-  const server = await startDevServer({ cliPath: cli.path, logLevel: 'error' });
+  const serverMetricsPort = await freePort();
+  const server = await startDevServer({
+    cliPath: cli.path,
+    logLevel: 'error',
+    extraArgs: [
+      '--metrics-port',
+      String(serverMetricsPort),
+      ...(process.env['BENCH_SERVER_ARGS'] ?? '').split(' ').filter(Boolean),
+    ],
+  });
   servers.add(server);
   const connection = await Connection.connect({ address: server.address });
   await registerSearchAttributes(connection, 'default');
-  return { server, connection, client: new Client({ connection, namespace: 'default' }) };
+  return { server, connection, client: new Client({ connection, namespace: 'default' }), serverMetricsPort };
 }
 
 async function stopEnv(env: Env): Promise<void> {
@@ -359,6 +370,33 @@ function rpcsPer(before: Metrics, after: Metrics, n: number): Record<string, num
     }
   return out;
 }
+/**
+ * The dev server's work, from its own metrics: persistence calls (`db:<operation>`, every service) and history tasks
+ * processed (`task:<operation>`, transfer, timer and visibility queues), summed over the other labels.
+ */
+async function scrapeServer(port: number): Promise<Metrics> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const out: Metrics = new Map();
+  for (const line of text.split('\n')) {
+    const m = /^(persistence_requests|task_requests)\{([^}]*)\} ([0-9.e+-]+)$/.exec(line);
+    const op = m ? /(?:^|,)operation="([A-Za-z]+)"/.exec(m[2]!) : null;
+    if (!m || !op) continue;
+    const key = `${m[1] === 'persistence_requests' ? 'db' : 'task'}:${op[1]!}`;
+    out.set(key, (out.get(key) ?? 0) + Number(m[3]));
+  }
+  return out;
+}
+
+/** What the dev server did between two scrapes, per completed workflow, by kind and operation (polls left out). */
+function serverWorkPer(before: Metrics, after: Metrics, n: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of [...after].sort(([a], [b]) => a.localeCompare(b))) {
+    const d = round2((v - (before.get(k) ?? 0)) / n);
+    if (d > 0) out[k] = d;
+  }
+  return out;
+}
+
 const metric = (m: Metrics, name: string) => m.get(`temporal_${name}`) ?? m.get(name) ?? 0;
 const wftDone = (m: Metrics) => metric(m, 'workflow_task_execution_latency_count');
 const completed = (m: Metrics) => metric(m, 'workflow_completed');
@@ -668,6 +706,7 @@ async function throughput(provider: Provider) {
         const worker = side === 'retryq' ? retryqWorker : bareWorker;
         await sleep(1000);
         const m0 = await worker.metrics();
+        const s0 = await scrapeServer(env.serverMetricsPort);
         const done0 = completed(m0);
         const cpu = cpuMeter({ worker: worker.pid, devServer: env.server.pid, bench: process.pid });
         const t0 = performance.now();
@@ -699,6 +738,7 @@ async function throughput(provider: Provider) {
           workerCpuMsPerIntent: round2((usage.cpuSeconds['worker']! * 1000) / m),
           devServerCpuMsPerIntent: round2((usage.cpuSeconds['devServer']! * 1000) / m),
           serverCallsPerIntent: rpcsPer(m0, await worker.metrics(), m),
+          devServerWorkPerIntent: serverWorkPer(s0, await scrapeServer(env.serverMetricsPort), m),
           stagesMs: await stages(env.client, ids),
           cpu: usage,
         });
