@@ -28,8 +28,8 @@ export interface HistoryScenario {
   description: string;
   scenario: ScenarioInput;
   intent?: Partial<IntentInput>;
-  /** Runs before submit (e.g. takes the provider down). */
-  before?: (ctx: { sim: ProviderSim }) => Promise<void>;
+  /** Runs before submit (e.g. takes the provider down, or closes the credential's gate with another intent). */
+  before?: (ctx: { sim: ProviderSim; newClient: () => RetryqClient }) => Promise<void>;
   /** Options of the recording's client besides its connection and queues. */
   client?: Pick<RetryqClientOptions, 'stalledDispatchAfterMs'>;
   /** Runs after submit; the default waits for the result. */
@@ -237,14 +237,16 @@ async function runScenario(env: TestWorkflowEnvironment, sc: HistoryScenario, si
   const running = workers.run();
   try {
     const now = await env.currentTimeMs();
-    const client = new RetryqClient({
-      client: env.client,
-      taskQueuePrefix: prefix,
-      clock: () => now,
-      requireServedCredential: false,
-      ...sc.client,
-    });
-    await sc.before?.({ sim });
+    const newClient = () =>
+      new RetryqClient({
+        client: env.client,
+        taskQueuePrefix: prefix,
+        clock: () => now,
+        requireServedCredential: false,
+        ...sc.client,
+      });
+    const client = newClient();
+    await sc.before?.({ sim, newClient });
     await client.submit({
       idempotencyKey: key,
       credential: CREDENTIAL,
@@ -272,6 +274,43 @@ async function runScenario(env: TestWorkflowEnvironment, sc: HistoryScenario, si
     await running;
   }
 }
+
+/**
+ * Since 0.5.0 the client holds an intent at submit while its credential's gate is closed: the start carries a start
+ * delay until its turn, `RetryPhase` `waiting` and the hold (the workflow option `heldAtSubmit`, the memo). Another
+ * intent, answered 429, closes the gate first; the recorded one starts at its turn, and its first workflow task
+ * dispatches without a gate check (the worker knows the gate opened before the run started).
+ */
+const GATE_CLOSER = 'replay-gate-closer';
+historyScenarios.push({
+  name: 'held-at-submit-then-succeeded-v0.5.0',
+  description: "submitted while another intent's 429 (Retry-After 120 s) closed the gate: held by the server, then 201",
+  scenario: {
+    rules: [
+      { match: { idempotencyKeyPrefix: GATE_CLOSER }, steps: [{ status: 429, retryAfter: 120 }], then: 'normal' },
+    ],
+  },
+  // Its own client: the recording's client then reads the gate at its first submit (a client reads a credential's
+  // gate before its first submit only; later reads refresh its view behind the submits).
+  before: async ({ sim, newClient }) => {
+    const client = newClient();
+    await client.submit({
+      idempotencyKey: GATE_CLOSER,
+      credential: CREDENTIAL,
+      action: { method: 'POST', url: `${sim.url}/v1/charges`, body: { amount: 1, currency: 'eur' } },
+      inspection: { url: `${sim.url}/v1/operations/{idempotencyKey}` },
+      deadline: '2h',
+    });
+    for (let i = 0; i < 200 && (await client.status(GATE_CLOSER)).phase !== 'waiting'; i++)
+      await new Promise((r) => setTimeout(r, 50));
+  },
+  drive: async ({ client, key }) => {
+    const status = await client.status(key);
+    if (status.phase !== 'waiting' || status.held?.reason !== 'rate_limited')
+      throw new Error(`held-at-submit: the intent was not held at submit (phase ${status.phase})`);
+    await client.cancel(GATE_CLOSER, 'the recording needs no more of it');
+  },
+});
 
 /**
  * Records every scenario's history into `outDir` (created if needed). With `onlyMissing`, scenarios whose file
