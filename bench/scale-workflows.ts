@@ -91,3 +91,22 @@ export async function callOnceWithUpserts(url: string, key: string): Promise<num
 export async function callOnceOwnQueueWithUpserts(url: string, key: string): Promise<number> {
   return betweenUpserts(() => callOnItsOwnQueue(url, key));
 }
+
+/**
+ * The same activity on its own queue with the two timeouts DESIGN.md requires of a dispatch besides its
+ * start-to-close: a schedule-to-start timeout (nothing starts after the intent's deadline, invariant 7; 60 s, the
+ * stall time, as retryq's first dispatch has) and a heartbeat timeout (a dead worker is noticed in seconds; 5 s). The
+ * server keeps a timer for each: one when the activity is scheduled, one when it starts.
+ */
+const { call: callWatched } = proxyActivities<BareActivities>({
+  startToCloseTimeout: '30s',
+  scheduleToStartTimeout: '60s',
+  heartbeatTimeout: '5s',
+  retry: { maximumAttempts: 1 },
+  taskQueue: 'scale-b-bare-activities',
+});
+
+/** {@link callOnceOwnQueueWithUpserts} with the dispatch's two further timeouts: every cost DESIGN.md requires. */
+export async function callOnceWatchedWithUpserts(url: string, key: string): Promise<number> {
+  return betweenUpserts(() => callWatched(url, key));
+}

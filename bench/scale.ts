@@ -26,7 +26,10 @@
  *    decomposition sides: the bare workflow with its activity on a task queue of its own (as retryq's dispatch runs on
  *    its credential's queue, so it is not handed out eagerly with the workflow task), the bare workflow with a
  *    successful intent's two search-attribute upserts, and both at once (`bareOwnQueueUpserts`: the bare workflow
- *    paying the two costs DESIGN.md requires of an intent). Each is reported as a ratio to bare, pair by pair.
+ *    paying the two costs DESIGN.md requires of an intent); `bareWatchedUpserts` adds the dispatch's two further
+ *    required timeouts (schedule-to-start, heartbeat: a server timer each). Each is reported as a ratio to bare, pair by
+ *    pair, and each round reports the dev server's work per intent (`devServerWorkPerIntent`: persistence calls and
+ *    history tasks by operation, from the server's own metrics; tasks a round caused may be counted in the next).
  * c. **wake-up storm**: `--wake` intents put to sleep until one common time (Retry-After pointing at it), then
  *    woken together, with the credential's budget set to `--wake-budget` requests per minute. Reported: time until
  *    all are dispatched and completed, workflow-task latency p50/p99 (from the histories), workflow-task timeouts
@@ -48,7 +51,8 @@
  * `--sides retryq,bareTimer,bareTimerRecorded,bareCallThenTimer[,bareDelayedStart]` (part a; the first four by
  * default; `bareDelayedStart` is the bare sleeper started with a one-hour start delay and the phase `waiting`: no
  * workflow task until then, what holding an intent at `submit` instead of in its first workflow task would cost),
- * `--b-sides retryq,bare[,bareOwnQueue][,bareUpserts][,bareOwnQueueUpserts]` (part b).
+ * `--b-sides retryq,bare[,bareOwnQueue][,bareUpserts][,bareOwnQueueUpserts][,bareWatchedUpserts]` (part b).
+ * `BENCH_SERVER_ARGS="…"`: further arguments for the bench's dev servers (e.g. `--dynamic-config-value K=V`).
  */
 import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -116,7 +120,14 @@ const opts = {
 };
 /** Part b's sides: retryq and bare always; the decomposition sides on request (`--b-sides`). */
 const bSidesAt = process.argv.indexOf('--b-sides');
-const allBSides = ['retryq', 'bare', 'bareOwnQueue', 'bareUpserts', 'bareOwnQueueUpserts'] as const;
+const allBSides = [
+  'retryq',
+  'bare',
+  'bareOwnQueue',
+  'bareUpserts',
+  'bareOwnQueueUpserts',
+  'bareWatchedUpserts',
+] as const;
 type BSide = (typeof allBSides)[number];
 const bSides: BSide[] = (() => {
   const asked = bSidesAt < 0 ? ['retryq', 'bare'] : (process.argv[bSidesAt + 1] ?? '').split(',');
@@ -682,13 +693,14 @@ async function throughput(provider: Provider) {
       mode: 'bare',
       queue: 'scale-b-bare',
       credential: credential(1_000_000),
-      ownActivityQueue: bSides.includes('bareOwnQueue') || bSides.includes('bareOwnQueueUpserts'),
+      ownActivityQueue: bSides.some((x) => x.startsWith('bareOwnQueue') || x === 'bareWatchedUpserts'),
     });
     const bareWorkflow: Record<Exclude<BSide, 'retryq'>, string> = {
       bare: 'callOnce',
       bareOwnQueue: 'callOnceOwnQueue',
       bareUpserts: 'callOnceWithUpserts',
       bareOwnQueueUpserts: 'callOnceOwnQueueWithUpserts',
+      bareWatchedUpserts: 'callOnceWatchedWithUpserts',
     };
     // `BENCH_GATE_CHECK=0`: intents started without the local gate check (to measure what the check costs here).
     const retryq = new RetryqClient({
