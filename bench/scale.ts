@@ -332,7 +332,7 @@ async function startWorker(
   if (!reply.ready) throw new Error(`the ${spec.mode} worker did not start: ${reply.failed ?? 'no reason'}`);
   return {
     pid: child.pid!,
-    metrics: () => scrape(metricsPort),
+    metrics: () => scrapeWorker(metricsPort),
     memory: async (afterGc = false) => {
       if (process.env['BENCH_WORKER_MEMORY'] !== '1') return undefined;
       const answer = new Promise<unknown>((resolve) => {
@@ -357,56 +357,57 @@ async function startWorker(
 
 /** The worker's Temporal metrics, summed over labels. */
 type Metrics = Map<string, number>;
-async function scrape(port: number): Promise<Metrics> {
+/**
+ * A process's Prometheus metrics, each summed over its labels; the metrics named in `byOperation` are also summed by
+ * their `operation` label, as `<prefix>:<operation>`.
+ */
+async function scrape(port: number, byOperation: Readonly<Record<string, string>>): Promise<Metrics> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   const out: Metrics = new Map();
+  const add = (key: string, value: number) => out.set(key, (out.get(key) ?? 0) + value);
   for (const line of text.split('\n')) {
     const m = /^([a-z_]+)(\{[^}]*\})? ([0-9.e+-]+)$/.exec(line);
     if (!m) continue;
-    out.set(m[1]!, (out.get(m[1]!) ?? 0) + Number(m[3]));
-    // Calls to the server by operation (`rpc:PollWorkflowTaskQueue`), from the SDK's request counters.
-    const op = /^temporal_(?:long_)?request$/.test(m[1]!) ? /operation="([A-Za-z]+)"/.exec(m[2] ?? '') : null;
-    if (op) out.set(`rpc:${op[1]!}`, (out.get(`rpc:${op[1]!}`) ?? 0) + Number(m[3]));
+    add(m[1]!, Number(m[3]));
+    const prefix = byOperation[m[1]!];
+    const op = prefix ? /[{,]operation="([A-Za-z]+)"/.exec(m[2] ?? '') : null;
+    if (op) add(`${prefix}:${op[1]!}`, Number(m[3]));
+  }
+  return out;
+}
+
+/** A worker's metrics: its calls to the server by operation (`rpc:PollWorkflowTaskQueue`), from the SDK's counters. */
+const scrapeWorker = (port: number) => scrape(port, { temporal_request: 'rpc', temporal_long_request: 'rpc' });
+
+/**
+ * The dev server's metrics: its persistence calls (`db:<operation>`, every service) and the history tasks it
+ * processed (`task:<operation>`: transfer, timer and visibility queues).
+ */
+const scrapeServer = (port: number) => scrape(port, { persistence_requests: 'db', task_requests: 'task' });
+
+/** How much each counter whose key `name` accepts grew between two scrapes, per completed workflow, under that name. */
+function grownPer(
+  before: Metrics,
+  after: Metrics,
+  n: number,
+  name: (key: string) => string | undefined,
+): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of [...after].sort(([x], [y]) => x.localeCompare(y))) {
+    const as = name(k);
+    const grown = v - (before.get(k) ?? 0);
+    if (as !== undefined && grown > 0) out[as] = round2(grown / n);
   }
   return out;
 }
 
 /** Server calls a worker made between two scrapes, per completed workflow, by operation (polls left out). */
-function rpcsPer(before: Metrics, after: Metrics, n: number): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const [k, v] of after)
-    if (k.startsWith('rpc:') && !k.startsWith('rpc:Poll')) {
-      const d = v - (before.get(k) ?? 0);
-      if (d > 0) out[k.slice(4)] = round2(d / n);
-    }
-  return out;
-}
-/**
- * The dev server's work, from its own metrics: persistence calls (`db:<operation>`, every service) and history tasks
- * processed (`task:<operation>`, transfer, timer and visibility queues), summed over the other labels.
- */
-async function scrapeServer(port: number): Promise<Metrics> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const out: Metrics = new Map();
-  for (const line of text.split('\n')) {
-    const m = /^(persistence_requests|task_requests)\{([^}]*)\} ([0-9.e+-]+)$/.exec(line);
-    const op = m ? /(?:^|,)operation="([A-Za-z]+)"/.exec(m[2]!) : null;
-    if (!m || !op) continue;
-    const key = `${m[1] === 'persistence_requests' ? 'db' : 'task'}:${op[1]!}`;
-    out.set(key, (out.get(key) ?? 0) + Number(m[3]));
-  }
-  return out;
-}
+const rpcsPer = (before: Metrics, after: Metrics, n: number) =>
+  grownPer(before, after, n, (k) => (k.startsWith('rpc:') && !k.startsWith('rpc:Poll') ? k.slice(4) : undefined));
 
-/** What the dev server did between two scrapes, per completed workflow, by kind and operation (polls left out). */
-function serverWorkPer(before: Metrics, after: Metrics, n: number): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const [k, v] of [...after].sort(([a], [b]) => a.localeCompare(b))) {
-    const d = round2((v - (before.get(k) ?? 0)) / n);
-    if (d > 0) out[k] = d;
-  }
-  return out;
-}
+/** What the dev server did between two scrapes, per completed workflow, by kind and operation. */
+const serverWorkPer = (before: Metrics, after: Metrics, n: number) =>
+  grownPer(before, after, n, (k) => (k.startsWith('db:') || k.startsWith('task:') ? k : undefined));
 
 const metric = (m: Metrics, name: string) => m.get(`temporal_${name}`) ?? m.get(name) ?? 0;
 const wftDone = (m: Metrics) => metric(m, 'workflow_task_execution_latency_count');

@@ -29,7 +29,12 @@ export interface HistoryScenario {
   scenario: ScenarioInput;
   intent?: Partial<IntentInput>;
   /** Runs before submit (e.g. takes the provider down, or closes the credential's gate with another intent). */
-  before?: (ctx: { sim: ProviderSim; newClient: () => RetryqClient }) => Promise<void>;
+  before?: (ctx: {
+    sim: ProviderSim;
+    newClient: () => RetryqClient;
+    /** Waits until the intent `key` has a status `predicate` accepts. */
+    waitForStatus: (key: string, predicate: (s: IntentStatus) => boolean) => Promise<IntentStatus>;
+  }) => Promise<void>;
   /** Options of the recording's client besides its connection and queues. */
   client?: Pick<RetryqClientOptions, 'stalledDispatchAfterMs'>;
   /** Runs after submit; the default waits for the result. */
@@ -246,7 +251,16 @@ async function runScenario(env: TestWorkflowEnvironment, sc: HistoryScenario, si
         ...sc.client,
       });
     const client = newClient();
-    await sc.before?.({ sim, newClient });
+    const waitForStatus = async (of: string, predicate: (s: IntentStatus) => boolean) => {
+      for (let i = 0; i < 200; i++) {
+        const s = await client.status(of);
+        if (predicate(s)) return s;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error(`${sc.name}: intent ${of} never reached the awaited status`);
+    };
+    const waitFor: WaitFor = (predicate) => waitForStatus(key, predicate);
+    await sc.before?.({ sim, newClient, waitForStatus });
     await client.submit({
       idempotencyKey: key,
       credential: CREDENTIAL,
@@ -256,14 +270,6 @@ async function runScenario(env: TestWorkflowEnvironment, sc: HistoryScenario, si
       ...sc.intent,
       policy: { jitter: 0, attemptTimeout: '5s', ...sc.intent?.policy },
     });
-    const waitFor: WaitFor = async (predicate) => {
-      for (let i = 0; i < 200; i++) {
-        const s = await client.status(key);
-        if (predicate(s)) return s;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      throw new Error(`${sc.name}: the intent never reached the awaited status`);
-    };
     await sc.drive?.({ client, key, waitFor, sim });
     const outcome = await client.result(key);
     const history = await env.client.workflow.getHandle(workflowIdOf(key)).fetchHistory();
@@ -292,17 +298,15 @@ historyScenarios.push({
   },
   // Its own client: the recording's client then reads the gate at its first submit (a client reads a credential's
   // gate before its first submit only; later reads refresh its view behind the submits).
-  before: async ({ sim, newClient }) => {
-    const client = newClient();
-    await client.submit({
+  before: async ({ sim, newClient, waitForStatus }) => {
+    await newClient().submit({
       idempotencyKey: GATE_CLOSER,
       credential: CREDENTIAL,
       action: { method: 'POST', url: `${sim.url}/v1/charges`, body: { amount: 1, currency: 'eur' } },
       inspection: { url: `${sim.url}/v1/operations/{idempotencyKey}` },
       deadline: '2h',
     });
-    for (let i = 0; i < 200 && (await client.status(GATE_CLOSER)).phase !== 'waiting'; i++)
-      await new Promise((r) => setTimeout(r, 50));
+    await waitForStatus(GATE_CLOSER, (s) => s.phase === 'waiting');
   },
   drive: async ({ client, key }) => {
     const status = await client.status(key);
