@@ -137,12 +137,26 @@ export function scripted(...replies: Reply[]): Promise<Upstream> {
   return startUpstream((_req, index) => replies[Math.min(index, replies.length - 1)] as Reply);
 }
 
-/** A port on 127.0.0.1 with nothing listening (bound, then released). */
+/**
+ * A port on 127.0.0.1 that refuses connections, and that no other test takes while this one uses it: one from 20000
+ * to 29999, below the ephemeral range (32768 and up) from which every test server gets its port, seen to refuse a
+ * connection now. (A port bound and then released, as before, could be handed straight to a test running in parallel,
+ * which then answered instead of refusing.)
+ */
 export async function closedPort(): Promise<number> {
-  const server = createServer();
-  const port = await listen(server);
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
+  for (let tries = 0; tries < 20; tries++) {
+    const port = 20_000 + Math.floor(Math.random() * 10_000);
+    const refused = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(false);
+      });
+      socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'));
+    });
+    if (refused) return port;
+  }
+  throw new Error('closedPort: 20 ports from 20000 to 29999 all accepted connections on 127.0.0.1');
 }
 
 export interface TestProxy extends RunningProxy {
