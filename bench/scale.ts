@@ -53,6 +53,8 @@
  * workflow task until then, what holding an intent at `submit` instead of in its first workflow task would cost),
  * `--b-sides retryq,bare[,bareOwnQueue][,bareUpserts][,bareOwnQueueUpserts][,bareWatchedUpserts]` (part b).
  * `BENCH_SERVER_ARGS="…"`: further arguments for the bench's dev servers (e.g. `--dynamic-config-value K=V`).
+ * `BENCH_SA_REFRESH_ON_READ=1`: the dev servers read search-attribute definitions from their database on every start
+ * and upsert (the Temporal CLI's default; `retryq dev` caches them, as production servers do).
  */
 import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -276,6 +278,9 @@ async function startEnv(): Promise<Env> {
   const server = await startDevServer({
     cliPath: cli.path,
     logLevel: 'error',
+    // What `retryq dev` runs: search-attribute definitions cached, as on a production server. `BENCH_SA_REFRESH_ON_READ=1`:
+    // read from the database on every start and upsert, the Temporal CLI's own dev-server default (sessions ≤ 15).
+    refreshSearchAttributesOnRead: process.env['BENCH_SA_REFRESH_ON_READ'] === '1',
     extraArgs: [
       '--metrics-port',
       String(serverMetricsPort),

@@ -360,6 +360,8 @@ export class RetryqClient {
     const target = describeTarget(spec.action.method, spec.action.url);
     if (options.requireServedCredential ?? this.requireServed) await this.assertServed(spec.credential);
     const hold = await this.gateViews?.holdFor(spec.credential);
+    // Not held, and the entity said a moment ago the gate is open: the first workflow task need not ask its worker.
+    const seenOpen = !hold && this.localGateCheck && this.gateViews?.seenOpen(spec.credential) === true;
     // Held: the server starts it at its turn. A turn past the deadline starts it at once, to end `expired` there.
     const delayMs = hold && hold.wakeAtMs <= new Date(spec.deadline).getTime() ? hold.wakeAtMs - this.clock() : 0;
     try {
@@ -376,6 +378,7 @@ export class RetryqClient {
             stallAfterMs: this.stallAfterMs,
             ...(this.localGateCheck ? { localGateCheck: true } : {}),
             ...(hold ? { heldAtSubmit: hold } : {}),
+            ...(seenOpen ? { gateOpenAtSubmit: true } : {}),
           },
         ],
         workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,

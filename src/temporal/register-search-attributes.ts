@@ -31,16 +31,19 @@ function indexedType(type: SearchAttributeType): temporal.api.enums.v1.IndexedVa
 }
 
 const GRPC_UNIMPLEMENTED = 12;
+const GRPC_INVALID_ARGUMENT = 3;
 
 /**
  * Ensures every key exists in `namespace`. Returns the names it added.
  *
  * @param keys what to register. @default retryq's own attributes
+ * @param waitMs how long to wait for attributes it added to become usable ({@link SEARCH_ATTRIBUTES_USABLE_WITHIN_MS})
  */
 export async function registerSearchAttributes(
   connection: Connection,
   namespace: string,
   keys: readonly SearchAttributeKey<SearchAttributeType>[] = retryqSearchAttributes,
+  waitMs: number = SEARCH_ATTRIBUTES_USABLE_WITHIN_MS,
 ): Promise<string[]> {
   let existing: temporal.api.operatorservice.v1.IListSearchAttributesResponse;
   try {
@@ -77,5 +80,40 @@ export async function registerSearchAttributes(
     const nowHave = again.customAttributes ?? {};
     if (!names.every((n) => nowHave[n] === missing[n])) throw err;
   }
+  await untilUsable(connection, namespace, names, waitMs);
   return names;
+}
+
+/**
+ * How long {@link registerSearchAttributes} waits for attributes it added to become usable. A server that caches
+ * search-attribute definitions (every production server; retryq's dev server, see `refreshSearchAttributesOnRead`
+ * in src/temporal/server-process.ts) refuses them until its cache refreshes, within seconds.
+ */
+export const SEARCH_ATTRIBUTES_USABLE_WITHIN_MS = 30_000;
+
+/**
+ * Waits until a visibility query naming every attribute in `names` is accepted: the server's search-attribute cache
+ * then knows them, and so do the starts and upserts that carry them (they read the same cache).
+ */
+async function untilUsable(connection: Connection, namespace: string, names: string[], waitMs: number): Promise<void> {
+  const query = names.map((n) => `${n} IS NULL`).join(' AND ');
+  const until = Date.now() + waitMs;
+  for (;;) {
+    try {
+      await connection.workflowService.countWorkflowExecutions({ namespace, query });
+      return;
+    } catch (err) {
+      const code = (err as { code?: number }).code;
+      // Only "not known yet" is worth waiting for; the time-skipping server has no visibility queries at all.
+      if (code === GRPC_UNIMPLEMENTED) return;
+      if (code !== GRPC_INVALID_ARGUMENT || Date.now() >= until)
+        throw new Error(
+          `Temporal accepted the search attributes ${names.join(', ')} in namespace ${namespace} but still refuses ` +
+            `them after ${Math.round(waitMs / 1000)} s (${(err as Error).message}). Check the server's ` +
+            `search-attribute cache settings, or start retryq again in a minute.`,
+          { cause: err },
+        );
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }

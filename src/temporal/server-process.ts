@@ -28,7 +28,11 @@ import { mkdir } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
+import { TypedSearchAttributes } from '@temporalio/common';
+import type { SearchAttributeType } from '@temporalio/common';
+import type { SearchAttributeKey } from '@temporalio/common/lib/search-attributes.js';
 import { PortInUseError, ServerExitedError, ServerStartTimeoutError } from '../errors.js';
+import { retryqSearchAttributes } from '../search-attributes.js';
 
 /** A server process started and owned by retryq. */
 export interface ManagedServer {
@@ -260,6 +264,21 @@ export interface DevServerOptions {
   logLevel?: 'debug' | 'info' | 'warn' | 'error';
   /** @default 60_000 (ms) */
   readyTimeoutMs?: number;
+  /**
+   * Search attributes the server registers when it creates its database (no `dbFile`, or a new one), so that they are
+   * usable from its first answer. An existing database keeps what it has (the CLI ignores these then):
+   * `registerSearchAttributes` (src/temporal/register-search-attributes.ts) adds what is missing. @default retryq's own ({@link retryqSearchAttributes})
+   */
+  searchAttributes?: readonly SearchAttributeKey<SearchAttributeType>[];
+  /**
+   * Read the namespace's search-attribute definitions from the database on every request that carries search
+   * attributes (every start, every upsert), as the CLI's dev server does by default. Off by default here, as on every
+   * production server, where they are cached: the reads cost the dev server about a fifth of its CPU per intent
+   * (docs/benchmarks.md, "Session 16"). With the cache, an attribute added through the operator API is usable once
+   * the cache refreshes, within seconds; `registerSearchAttributes` waits for that.
+   * @default false
+   */
+  refreshSearchAttributesOnRead?: boolean;
   extraArgs?: string[];
   /** Receives every line the server prints. */
   onLine?: (line: string) => void;
@@ -285,6 +304,12 @@ export async function startDevServer(opts: DevServerOptions): Promise<ManagedSer
     args.push('--db-filename', path.resolve(opts.dbFile));
   }
   if (namespace !== 'default') args.push('--namespace', namespace);
+  for (const key of opts.searchAttributes ?? retryqSearchAttributes)
+    args.push('--search-attribute', `${key.name}=${TypedSearchAttributes.toMetadataType(key.type)}`);
+  args.push(
+    '--dynamic-config-value',
+    `system.forceSearchAttributesCacheRefreshOnRead=${opts.refreshSearchAttributesOnRead === true}`,
+  );
   args.push(...(opts.extraArgs ?? []));
   return launch({
     what: `Temporal dev server (${opts.cliPath})`,

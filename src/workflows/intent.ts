@@ -152,6 +152,13 @@ export interface RetryNowAnswer {
  */
 export const retryNowUpdate = defineUpdate<RetryNowAnswer, []>('retryNowAndReport');
 
+/**
+ * How long after a run's start its first dispatch still trusts the client's "gate open" ({@link
+ * IntentWorkflowOptions.gateOpenAtSubmit}) instead of asking its worker's process. The client's view is at most
+ * about 2 s old when it starts the intent; a first workflow task that waited longer in a busy queue asks.
+ */
+export const GATE_OPEN_AT_SUBMIT_TRUSTED_MS = 5_000;
+
 /** Dispatches not started within this time are reported as stalled, unless the client says otherwise. */
 export const DEFAULT_STALL_AFTER_MS = 60_000;
 
@@ -191,6 +198,16 @@ export interface IntentWorkflowOptions {
    * when a cancel or "retry now" ended the delay (signal-with-start). Times in ms, on the server's clock.
    */
   heldAtSubmit?: HeldAtSubmit;
+  /**
+   * The client saw the credential's dispatch gate open when it started this intent (the entity's answer, at most about
+   * 2 s old; docs/load-control.md, "The gate check"). If the run's first dispatch comes within
+   * {@link GATE_OPEN_AT_SUBMIT_TRUSTED_MS} of its start, the workflow does not ask its worker's process whether the
+   * gate is closed ({@link IntentPatch.localGateCheck}'s activation callback, a synchronous round trip from the
+   * workflow thread to the worker's main thread): it goes on as if the answer were "open", which records nothing. A
+   * gate that closed in between still holds the dispatch in load control, and nothing is sent. A replay asks
+   * `patched()` as always, which answers from the history, so the choice never changes a replayed command.
+   */
+  gateOpenAtSubmit?: boolean;
   /** @internal state carried across continue-as-new */
   carried?: CarriedState;
 }
@@ -254,6 +271,8 @@ class IntentRun {
   dispatchUnsent = false;
   /** Set until the first workflow task of an intent held at submit has looked at why it runs. */
   heldAtSubmit: HeldAtSubmit | undefined;
+  /** See {@link IntentWorkflowOptions.gateOpenAtSubmit}; not carried to a next run. */
+  readonly gateOpenAtSubmit: boolean;
 
   constructor(
     readonly spec: IntentSpec,
@@ -266,6 +285,7 @@ class IntentRun {
     this.changesOnly = options.publishChangesOnly === true;
     this.stallAfterMs = options.stallAfterMs;
     this.localGateCheck = options.localGateCheck === true;
+    this.gateOpenAtSubmit = options.gateOpenAtSubmit === true && options.carried === undefined;
     const carried = options.carried ? upgradeCarried(options.carried) : undefined;
     if (carried) {
       this.neverSentInARow = carried.neverSentInARow;
@@ -703,10 +723,23 @@ class IntentRun {
    */
   gateCheckNow(): boolean {
     if (this.gateCheckedAtFirstDispatch === undefined) {
-      this.gateCheckedAtFirstDispatch = patched(IntentPatch.localGateCheck);
+      this.gateCheckedAtFirstDispatch = this.trustsGateOpenAtSubmit() ? false : patched(IntentPatch.localGateCheck);
       return this.gateCheckedAtFirstDispatch;
     }
     return this.gateCheckedAtFirstDispatch || patched(IntentPatch.gateCheckAfterWait);
+  }
+
+  /**
+   * The run's first dispatch goes without asking the worker's process about the gate, because the client saw it open
+   * a moment ago ({@link IntentWorkflowOptions.gateOpenAtSubmit}). Only when not replaying: then the outcome is
+   * what the activation callback's "open" records, no marker, and a replay that asks `patched()` gets `false` from
+   * the history. A replay always asks, so a history whose worker did record the check (a worker of the 0.5.0 shape or
+   * earlier, which ignores the option) replays with it.
+   */
+  trustsGateOpenAtSubmit(): boolean {
+    if (!this.gateOpenAtSubmit) return false;
+    const info = workflowInfo();
+    return !info.unsafe.isReplaying && Date.now() - info.runStartTime.getTime() <= GATE_OPEN_AT_SUBMIT_TRUSTED_MS;
   }
 
   /**

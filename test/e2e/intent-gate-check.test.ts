@@ -148,6 +148,62 @@ describe("when the intent's worker knows the credential's gate is closed", () =>
     }
   });
 
+  it('does not ask the worker when the client saw the gate open a moment ago: load control holds the dispatch, sent once it opens', async () => {
+    // A client whose view of the gate is "open" for a minute: it looks once, at its first submit, before the 429.
+    const t = await h.setup(rateLimitedOnce('first-', 4));
+    const client = new RetryqClient({
+      client: t.env.client,
+      taskQueuePrefix: t.prefix,
+      requireServedCredential: false,
+      gateFreshMs: 60_000,
+    });
+    const first = t.intent({ idempotencyKey: t.newKey('first') });
+    const second = t.intent();
+    const workers = await t.createWorkers();
+    const running = workers.run();
+    try {
+      await client.submit(first);
+      await t.waitForStatus(first.idempotencyKey, (s) => s.phase === 'waiting', 'the first intent waiting');
+      const known = () => (workers.gates?.views().get(CREDENTIAL)?.entityClosedUntil.dispatch ?? 0) > Date.now();
+      for (let i = 0; i < 50 && !known(); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(known()).toBe(true);
+
+      // The worker knows the gate closed, the client still says open: the start tells the workflow so.
+      await client.submit(second);
+      const history = await t.env.client.workflow.getHandle(workflowIdOf(second.idempotencyKey)).fetchHistory();
+      const options = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[1]?.data;
+      expect(JSON.parse(Buffer.from(options ?? []).toString())).toMatchObject({ gateOpenAtSubmit: true });
+      const waiting = await t.waitForStatus(
+        second.idempotencyKey,
+        (s) => s.phase === 'waiting' && s.held !== undefined,
+        'held by load control',
+      );
+      // No gate check in the first task: the dispatch went to load control, which held it. Nothing sent, no attempt.
+      expect(waiting).toMatchObject({ attempts: 0, held: { credential: CREDENTIAL, reason: 'rate_limited' } });
+      expect(ms(waiting.nextAttemptAt)).toBeGreaterThanOrEqual(ms(waiting.held?.until));
+      expect(t.sim.sideEffects(second.idempotencyKey)).toBe(0);
+      const firstTask = (await eventTypes(t, second.idempotencyKey)).slice(0, 6);
+      expect(firstTask).toEqual([
+        'WORKFLOW_EXECUTION_STARTED',
+        'WORKFLOW_TASK_SCHEDULED',
+        'WORKFLOW_TASK_STARTED',
+        'WORKFLOW_TASK_COMPLETED',
+        'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
+        'ACTIVITY_TASK_SCHEDULED',
+      ]);
+
+      const outcome = await client.result(second.idempotencyKey);
+      expect(outcome).toMatchObject({ phase: 'succeeded', attempts: 1 });
+      const [sent] = dispatchTimes(t, second.idempotencyKey);
+      expect(sent).toBeGreaterThanOrEqual(ms(waiting.held?.until));
+      expect(t.sim.sideEffects(second.idempotencyKey)).toBe(1);
+    } finally {
+      workers.shutdown();
+      await running;
+      await client.close();
+    }
+  });
+
   it('checks the gate after waking from a timer on a worker without a cache, with no workflow task timeout', async () => {
     const t = await h.setup(rateLimitedOnce('order-', 2));
     const input = t.intent();

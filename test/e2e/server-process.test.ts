@@ -2,11 +2,13 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { Connection } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveTemporalCli } from '../../src/temporal/binaries.js';
 import { PortInUseError, ServerExitedError } from '../../src/errors.js';
 import { freePort, startDevServer, startTestServer } from '../../src/temporal/server-process.js';
+import { registerSearchAttributes } from '../../src/temporal/register-search-attributes.js';
+import { credentialKey, retryPhaseKey, retryqSearchAttributes } from '../../src/search-attributes.js';
 
 let scratch: string;
 let cliPath: string;
@@ -70,5 +72,50 @@ describe('a started dev server', () => {
     const [, port] = server.address.split(':');
     await expect(freePort()).resolves.toBeGreaterThan(0);
     await expect(startTestServer({ path: '/bin/false', port: Number(port) })).rejects.toBeInstanceOf(ServerExitedError);
+  });
+});
+
+describe("the dev server's search attributes", () => {
+  /** Starts a workflow (no worker needed) carrying two of retryq's attributes; rejects when the server refuses them. */
+  const startWithAttributes = (client: Client, id: string) =>
+    client.workflow.start('anyWorkflow', {
+      taskQueue: 'nobody-polls',
+      workflowId: id,
+      typedSearchAttributes: [
+        { key: retryPhaseKey, value: 'scheduled' },
+        { key: credentialKey, value: 'acme' },
+      ],
+    });
+
+  it("are registered at start: usable from the server's first answer, with nothing for registerSearchAttributes to add", async () => {
+    const server = await startDevServer({ cliPath });
+    const connection = await Connection.connect({ address: server.address });
+    try {
+      await startWithAttributes(new Client({ connection }), 'at-start');
+      await expect(registerSearchAttributes(connection, 'default')).resolves.toEqual([]);
+    } finally {
+      await connection.close();
+      await server.stop();
+    }
+  });
+
+  it('added later are usable as soon as registerSearchAttributes returns, although the server caches their definitions', async () => {
+    // Nothing registered at start, and the cache on (the default): an attribute added through the operator API is
+    // refused until the cache refreshes, which registerSearchAttributes waits for.
+    const server = await startDevServer({ cliPath, searchAttributes: [] });
+    const connection = await Connection.connect({ address: server.address });
+    try {
+      const client = new Client({ connection });
+      // Something that reads the cache first, as a running server would have.
+      await expect(startWithAttributes(client, 'before')).rejects.toThrow();
+      const added = await registerSearchAttributes(connection, 'default');
+      expect(added).toEqual(retryqSearchAttributes.map((k) => k.name));
+      await startWithAttributes(client, 'after');
+      const desc = await client.workflow.getHandle('after').describe();
+      expect(desc.typedSearchAttributes.get(retryPhaseKey)).toBe('scheduled');
+    } finally {
+      await connection.close();
+      await server.stop();
+    }
   });
 });
