@@ -221,6 +221,18 @@ historyScenarios.push({
   scenario: firstWrite([{ status: 429, retryAfter: 120 }]),
 });
 
+/**
+ * Since 0.6.0 the client tells the intent it saw the credential's gate open a moment ago (the workflow option
+ * `gateOpenAtSubmit`): the first dispatch does not ask the worker's process (no patch-callback call, nothing recorded,
+ * as with an "open" answer); the dispatch after the wait runs the gate check behind its patch, as in 0.4.0.
+ */
+historyScenarios.push({
+  name: 'rate-limited-then-succeeded-v0.6.0',
+  description:
+    '429 with Retry-After 120 s, a durable wait, then 201 (the client saw the gate open at submit; one gate check after the wait, 0.6.0)',
+  scenario: firstWrite([{ status: 429, retryAfter: 120 }]),
+});
+
 async function runScenario(env: TestWorkflowEnvironment, sc: HistoryScenario, sim: ProviderSim): Promise<string> {
   const prefix = `replay-${sc.name}`;
   const key = `replay-${sc.name}`;
