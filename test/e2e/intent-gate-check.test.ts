@@ -33,8 +33,13 @@ async function eventTypes(t: IntentTest, key: string): Promise<string[]> {
  * Submits `first` (answered 429) and waits until it sleeps and the workers' process knows the credential's gate
  * closed: the 429 closed it, and the worker learns its time on the entity's clock right after.
  */
-async function closeGateWith(t: IntentTest, workers: RetryqWorkers, first: IntentInput): Promise<void> {
-  await t.submit(first);
+async function closeGateWith(
+  t: IntentTest,
+  workers: RetryqWorkers,
+  first: IntentInput,
+  submit: (input: IntentInput) => Promise<unknown> = (input) => t.submit(input),
+): Promise<void> {
+  await submit(first);
   await t.waitForStatus(first.idempotencyKey, (s) => s.phase === 'waiting', 'the first intent waiting');
   const known = () => (workers.gates?.views().get(CREDENTIAL)?.entityClosedUntil.dispatch ?? 0) > Date.now();
   for (let i = 0; i < 50 && !known(); i++) await new Promise((r) => setTimeout(r, 50));
@@ -59,6 +64,16 @@ const FIRST_TASK_WITH_GATE_CHECK = [
   'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
 ];
 
+/** The first workflow task of a fresh intent that dispatches without the gate check, up to its dispatch. */
+const FIRST_TASK_WITHOUT_GATE_CHECK = [
+  'WORKFLOW_EXECUTION_STARTED',
+  'WORKFLOW_TASK_SCHEDULED',
+  'WORKFLOW_TASK_STARTED',
+  'WORKFLOW_TASK_COMPLETED',
+  'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
+  'ACTIVITY_TASK_SCHEDULED',
+];
+
 describe('the history of an intent', () => {
   it('holds 13 events when the first attempt succeeds: 2 workflow tasks, 2 upserts of its own, no gate check', async () => {
     const t = await h.setup({});
@@ -72,12 +87,7 @@ describe('the history of an intent', () => {
     // worker knew no closed gate, so the first dispatch went without the gate check: no patch marker, no version
     // upsert, no local activity (src/load-control/gate-check-patch.ts).
     expect(await eventTypes(t, input.idempotencyKey)).toEqual([
-      'WORKFLOW_EXECUTION_STARTED',
-      'WORKFLOW_TASK_SCHEDULED',
-      'WORKFLOW_TASK_STARTED',
-      'WORKFLOW_TASK_COMPLETED',
-      'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
-      'ACTIVITY_TASK_SCHEDULED',
+      ...FIRST_TASK_WITHOUT_GATE_CHECK,
       'ACTIVITY_TASK_STARTED',
       'ACTIVITY_TASK_COMPLETED',
       'WORKFLOW_TASK_SCHEDULED',
@@ -162,11 +172,7 @@ describe("when the intent's worker knows the credential's gate is closed", () =>
     const workers = await t.createWorkers();
     const running = workers.run();
     try {
-      await client.submit(first);
-      await t.waitForStatus(first.idempotencyKey, (s) => s.phase === 'waiting', 'the first intent waiting');
-      const known = () => (workers.gates?.views().get(CREDENTIAL)?.entityClosedUntil.dispatch ?? 0) > Date.now();
-      for (let i = 0; i < 50 && !known(); i++) await new Promise((r) => setTimeout(r, 50));
-      expect(known()).toBe(true);
+      await closeGateWith(t, workers, first, (input) => client.submit(input));
 
       // The worker knows the gate closed, the client still says open: the start tells the workflow so.
       await client.submit(second);
@@ -182,15 +188,8 @@ describe("when the intent's worker knows the credential's gate is closed", () =>
       expect(waiting).toMatchObject({ attempts: 0, held: { credential: CREDENTIAL, reason: 'rate_limited' } });
       expect(ms(waiting.nextAttemptAt)).toBeGreaterThanOrEqual(ms(waiting.held?.until));
       expect(t.sim.sideEffects(second.idempotencyKey)).toBe(0);
-      const firstTask = (await eventTypes(t, second.idempotencyKey)).slice(0, 6);
-      expect(firstTask).toEqual([
-        'WORKFLOW_EXECUTION_STARTED',
-        'WORKFLOW_TASK_SCHEDULED',
-        'WORKFLOW_TASK_STARTED',
-        'WORKFLOW_TASK_COMPLETED',
-        'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
-        'ACTIVITY_TASK_SCHEDULED',
-      ]);
+      const types = await eventTypes(t, second.idempotencyKey);
+      expect(types.slice(0, FIRST_TASK_WITHOUT_GATE_CHECK.length)).toEqual(FIRST_TASK_WITHOUT_GATE_CHECK);
 
       const outcome = await client.result(second.idempotencyKey);
       expect(outcome).toMatchObject({ phase: 'succeeded', attempts: 1 });
