@@ -708,12 +708,10 @@ async function throughput(provider: Provider) {
       bareOwnQueueUpserts: 'callOnceOwnQueueWithUpserts',
       bareWatchedUpserts: 'callOnceWatchedWithUpserts',
     };
-    // `BENCH_GATE_CHECK=0`: intents started without the local gate check (to measure what the check costs here).
     const retryq = new RetryqClient({
       client: env.client,
       taskQueuePrefix: 'scale-b',
       requireServedCredential: false,
-      localGateCheck: process.env['BENCH_GATE_CHECK'] !== '0',
     });
     const rounds: Record<string, unknown>[] = [];
     const m = opts.complete;

@@ -106,14 +106,6 @@ export interface RetryqClientOptions {
    */
   stalledDispatchAfterMs?: number;
   /**
-   * Before each dispatch an intent asks its worker process, in the same workflow task (a local activity), whether
-   * that process knows the credential's gate closed after a rate-limit answer, and if so waits for it right away:
-   * one workflow task instead of a dispatch activity, a slot request and a second task. Turn it off only in
-   * time-skipping tests: the time-skipping test server cannot see a local activity running and may skip time past
-   * the workflow task's timeout meanwhile (the task is then retried, 10 s of test time later). @default true
-   */
-  localGateCheck?: boolean;
-  /**
    * Hold an intent submitted while its credential's dispatch gate is closed after a rate-limit answer on the Temporal
    * server itself: it starts with a start delay until its turn after the gate's time (its place among the held
    * intents, at the credential's budget) and runs no workflow task before then. Without it such an intent runs one
@@ -237,7 +229,6 @@ export class RetryqClient {
   private readonly requireServed: boolean;
   private readonly knownCredentials: readonly string[];
   private readonly stallAfterMs: number;
-  private readonly localGateCheck: boolean;
   /** What submit knows of each credential's dispatch gate (undefined: holding at submit is off). */
   private readonly gateViews: SubmitGateViews | undefined;
 
@@ -251,7 +242,6 @@ export class RetryqClient {
     this.requireServed = options.requireServedCredential ?? true;
     this.knownCredentials = options.knownCredentials ?? [];
     this.stallAfterMs = options.stalledDispatchAfterMs ?? DEFAULT_STALL_AFTER_MS;
-    this.localGateCheck = options.localGateCheck ?? true;
     this.client = options.client;
     this.prefix = options.taskQueuePrefix ?? 'retryq';
     this.queues = taskQueues(this.prefix);
@@ -360,8 +350,6 @@ export class RetryqClient {
     const target = describeTarget(spec.action.method, spec.action.url);
     if (options.requireServedCredential ?? this.requireServed) await this.assertServed(spec.credential);
     const hold = await this.gateViews?.holdFor(spec.credential);
-    // Not held, and the entity said a moment ago the gate is open: the first workflow task need not ask its worker.
-    const seenOpen = !hold && this.localGateCheck && this.gateViews?.seenOpen(spec.credential) === true;
     // Held: the server starts it at its turn. A turn past the deadline starts it at once, to end `expired` there.
     const delayMs = hold && hold.wakeAtMs <= new Date(spec.deadline).getTime() ? hold.wakeAtMs - this.clock() : 0;
     try {
@@ -370,17 +358,17 @@ export class RetryqClient {
       await this.client.workflow.start(intentWorkflow, {
         workflowId,
         taskQueue: this.queues.workflows,
-        args: [
-          spec,
-          {
-            taskQueuePrefix: this.prefix,
-            publishChangesOnly: true,
-            stallAfterMs: this.stallAfterMs,
-            ...(this.localGateCheck ? { localGateCheck: true } : {}),
-            ...(hold ? { heldAtSubmit: hold } : {}),
-            ...(seenOpen ? { gateOpenAtSubmit: true } : {}),
-          },
-        ],
+        // The intent, and only what the run must know besides: a hold at submit, a stall time of its own.
+        args:
+          hold || this.stallAfterMs !== DEFAULT_STALL_AFTER_MS
+            ? [
+                spec,
+                {
+                  ...(hold ? { heldAtSubmit: hold } : {}),
+                  ...(this.stallAfterMs !== DEFAULT_STALL_AFTER_MS ? { stallAfterMs: this.stallAfterMs } : {}),
+                },
+              ]
+            : [spec],
         workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
         ...(delayMs > 0 ? { startDelay: delayMs } : {}),

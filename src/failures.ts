@@ -25,9 +25,14 @@ import {
   TimeoutFailure,
   TimeoutType,
 } from '@temporalio/common';
+import { callDecisionOf, callEvidenceOf } from './policy/call-outcome.js';
+import type { CallDecision, CallEvidence, CredentialHold } from './policy/call-outcome.js';
 import type { Decision } from './policy/classify.js';
-import type { Evidence, Purpose, Sent, TransportFailure } from './policy/evidence.js';
+import { classify } from './policy/classify.js';
+import type { Evidence, Purpose, Sent } from './policy/evidence.js';
 import { describeEvidence } from './policy/evidence-text.js';
+
+export type { CallDecision, CallEvidence, CredentialHold };
 
 /** `ApplicationFailure.type` of every failure an activity raises about a provider call. */
 export const FailureType = {
@@ -58,7 +63,10 @@ export type IntentFailureType = (typeof IntentFailureType)[keyof typeof IntentFa
 
 /** The first detail of every {@link FailureType} failure. */
 export interface FailureDetails {
-  evidence: Evidence;
+  /** What the call told us, without headers. */
+  evidence: CallEvidence;
+  /** The activity's classification, with the server-permitted time as an absolute instant (classified once). */
+  decision: CallDecision;
   /** A bounded excerpt of the provider's error message, for people (at most 500 characters). */
   message?: string;
 }
@@ -67,57 +75,53 @@ export interface FailureDetails {
 const CODE_LIMIT = 200;
 /** Longest message excerpt carried in failure details. */
 const MESSAGE_LIMIT = 500;
-const transports: ReadonlySet<string> = new Set(['refused', 'dns', 'reset', 'timeout', 'tls', 'other']);
 const sentValues: ReadonlySet<string> = new Set(['no', 'yes', 'unknown']);
 const purposes: ReadonlySet<string> = new Set(['dispatch', 'inspect']);
+const decisionKinds: ReadonlySet<string> = new Set(['rate_limited', 'transient', 'permanent', 'unknown_outcome']);
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Only the known fields of `e`, bounded, without `undefined` values: what travels in failure details. */
-function boundedEvidence(e: Evidence): Evidence {
-  return {
-    method: e.method,
-    ...(e.purpose !== undefined ? { purpose: e.purpose } : {}),
-    ...(e.status !== undefined ? { status: e.status } : {}),
-    ...(e.transport !== undefined ? { transport: e.transport } : {}),
-    ...(e.headers !== undefined ? { headers: { ...e.headers } } : {}),
-    ...(e.code !== undefined ? { code: e.code.slice(0, CODE_LIMIT) } : {}),
-    sent: e.sent,
-    ...(e.receivedAtMs !== undefined ? { receivedAtMs: e.receivedAtMs } : {}),
-  };
-}
+const optional = (v: unknown, type: 'string' | 'number') => v === undefined || typeof v === type;
 
 /**
- * Reads failure details back: the {@link FailureDetails} when `value` has their shape (every field of the evidence
- * checked), `undefined` otherwise. Unknown fields are dropped.
+ * Reads failure details back: the {@link FailureDetails} when `value` has their shape (every field checked),
+ * `undefined` otherwise. Unknown fields are dropped.
  */
 export function readFailureDetails(value: unknown): FailureDetails | undefined {
-  if (!isRecord(value) || !isRecord(value['evidence'])) return undefined;
+  if (!isRecord(value) || !isRecord(value['evidence']) || !isRecord(value['decision'])) return undefined;
   const e = value['evidence'];
-  const { method, purpose, status, transport, headers, code, sent, receivedAtMs } = e;
+  const d = value['decision'];
+  const { method, purpose, status, transport, code, sent } = e;
   if (typeof method !== 'string' || typeof sent !== 'string' || !sentValues.has(sent)) return undefined;
   if (purpose !== undefined && (typeof purpose !== 'string' || !purposes.has(purpose))) return undefined;
   if (status !== undefined && !Number.isInteger(status)) return undefined;
-  if (transport !== undefined && (typeof transport !== 'string' || !transports.has(transport))) return undefined;
+  if (!optional(transport, 'string')) return undefined;
   if (code !== undefined && (typeof code !== 'string' || code.length > CODE_LIMIT)) return undefined;
-  if (receivedAtMs !== undefined && typeof receivedAtMs !== 'number') return undefined;
-  if (headers !== undefined && (!isRecord(headers) || Object.values(headers).some((v) => typeof v !== 'string')))
+  if (typeof d['kind'] !== 'string' || !decisionKinds.has(d['kind'])) return undefined;
+  if (!optional(d['reason'], 'string') || !optional(d['code'], 'string') || !optional(d['retryAfter'], 'string'))
+    return undefined;
+  if (d['permittedAtMs'] !== undefined && !Number.isFinite(d['permittedAtMs'])) return undefined;
+  if (d['waitMs'] !== undefined && !(Number.isFinite(d['waitMs']) && (d['waitMs'] as number) >= 0)) return undefined;
+  if ((d['kind'] === 'permanent' || d['kind'] === 'unknown_outcome') && typeof d['reason'] !== 'string')
     return undefined;
   const message = value['message'];
   if (message !== undefined && (typeof message !== 'string' || message.length > MESSAGE_LIMIT)) return undefined;
-  const evidence = boundedEvidence({
+  const evidence: CallEvidence = {
     method,
     sent: sent as Sent,
     ...(purpose !== undefined ? { purpose: purpose as Purpose } : {}),
     ...(status !== undefined ? { status: status as number } : {}),
-    ...(transport !== undefined ? { transport: transport as TransportFailure } : {}),
-    ...(headers !== undefined ? { headers: headers as Record<string, string> } : {}),
+    ...(transport !== undefined ? { transport: transport as string } : {}),
     ...(code !== undefined ? { code } : {}),
-    ...(receivedAtMs !== undefined ? { receivedAtMs } : {}),
-  });
-  return { evidence, ...(message !== undefined ? { message } : {}) };
+  };
+  const decision = Object.fromEntries(
+    ['kind', 'reason', 'code', 'permittedAtMs', 'waitMs', 'retryAfter']
+      .filter((k) => d[k] !== undefined)
+      .map((k) => [k, d[k]]),
+  ) as CallDecision;
+  return { evidence, decision, ...(message !== undefined ? { message } : {}) };
 }
 
 /** Which failure type a (non-success) decision raises. */
@@ -135,8 +139,9 @@ export function failureTypeOf(decision: Exclude<Decision, { kind: 'success' }>):
 }
 
 /**
- * Builds the failure an activity throws for a non-success decision. Non-retryable: the workflow owns retries
- * (and the dispatch activity runs with `maximumAttempts: 1` anyway). Expected conditions (rate limits,
+ * Builds the failure an activity throws for a non-success decision: the evidence (without headers) and the decision,
+ * classified here, once, with the server-permitted time as an absolute instant. Non-retryable: the workflow owns
+ * retries (and the dispatch activity runs with `maximumAttempts: 1` anyway). Expected conditions (rate limits,
  * transient failures) are `BENIGN`, which keeps them out of error logs and failure metrics.
  */
 export function dispatchFailure(
@@ -146,8 +151,11 @@ export function dispatchFailure(
   message?: string,
 ): ApplicationFailure {
   const type = failureTypeOf(decision);
+  const bounded = callEvidenceOf(evidence);
+  if (bounded.code !== undefined) bounded.code = bounded.code.slice(0, CODE_LIMIT);
   const details: FailureDetails = {
-    evidence: boundedEvidence(evidence),
+    evidence: bounded,
+    decision: callDecisionOf(decision, evidence),
     ...(message ? { message: message.slice(0, MESSAGE_LIMIT) } : {}),
   };
   return ApplicationFailure.create({
@@ -167,47 +175,40 @@ export function isProviderFailure(err: unknown): err is ApplicationFailure & { t
 }
 
 /**
- * What an activity failure tells the workflow, as evidence. Decodes our typed failures ({@link readFailureDetails}); maps a Temporal
- * timeout to a transport timeout (`sent: 'no'` when the task never started, `unknown` otherwise) and anything
- * else (a worker crash, a bug) to an unknown transport failure that may have been sent: for a write that means
- * inspection, never a blind re-dispatch.
+ * What an activity failure tells the workflow: the evidence and the activity's decision. Decodes our typed failures
+ * ({@link readFailureDetails}); maps a Temporal timeout to a transport timeout (`sent: 'no'` when the task never
+ * started, `unknown` otherwise) and anything else (a worker crash, a bug) to an unknown transport failure that may
+ * have been sent: for a write that means inspection, never a blind re-dispatch. Those carry no headers, so their
+ * classification reads none.
  */
-export function evidenceFromFailure(err: unknown, method: string, purpose: 'dispatch' | 'inspect'): Evidence {
+export function answerFromFailure(
+  err: unknown,
+  method: string,
+  purpose: 'dispatch' | 'inspect',
+): { evidence: CallEvidence; decision: CallDecision } {
   const cause = err instanceof ActivityFailure ? err.cause : err;
   if (isProviderFailure(cause)) {
     const details = readFailureDetails(cause.details?.[0]);
-    if (details) return details.evidence;
+    if (details) return { evidence: details.evidence, decision: details.decision };
   }
-  if (cause instanceof TimeoutFailure) {
-    const neverStarted = cause.timeoutType === TimeoutType.SCHEDULE_TO_START;
-    return { method, purpose, transport: 'timeout', sent: neverStarted ? 'no' : 'unknown' };
-  }
-  return { method, purpose, transport: 'other', sent: 'unknown' };
+  const evidence: Evidence =
+    cause instanceof TimeoutFailure
+      ? {
+          method,
+          purpose,
+          transport: 'timeout',
+          sent: cause.timeoutType === TimeoutType.SCHEDULE_TO_START ? 'no' : 'unknown',
+        }
+      : { method, purpose, transport: 'other', sent: 'unknown' };
+  const decision = classify(evidence);
+  return {
+    evidence: callEvidenceOf(evidence),
+    decision:
+      decision.kind === 'success'
+        ? { kind: 'unknown_outcome', reason: 'inconsistent activity result' }
+        : callDecisionOf(decision, evidence),
+  };
 }
-
-/** Why a call was held by the credential's load control (the second detail of a `CredentialHeld` failure). */
-export type CredentialHold =
-  | {
-      /** `rate_limited`: the gate is closed after a rate-limit answer; `paced`: no send slot within the horizon. */
-      kind: 'rate_limited' | 'paced';
-      credential: string;
-      /** How long from the moment the activity gave up until the gate opens / the slot comes (ms). */
-      holdMs: number;
-      /** Place among the calls held by the same floor (spreads their wake-ups). */
-      rank: number;
-      /** The rate held calls may be released at (the credential's dispatch or inspection budget per minute). */
-      perMinute: number;
-      /** What closed the gate, for people. */
-      why?: string | undefined;
-    }
-  | {
-      kind: 'blocked';
-      credential: string;
-      /** Why the credential is blocked (the quota or spending-limit answer). */
-      reason: string;
-      /** ISO time it was blocked. */
-      since: string;
-    };
 
 /** The failure an activity throws when load control held its call: nothing was sent, it is not an attempt. */
 export function credentialHeldFailure(
@@ -226,7 +227,13 @@ export function credentialHeldFailure(
     type: FailureType.CredentialHeld,
     message,
     nonRetryable: true,
-    details: [{ evidence } satisfies FailureDetails, hold],
+    details: [
+      {
+        evidence: callEvidenceOf(evidence),
+        decision: { kind: 'transient', reason: 'credential_held' },
+      } satisfies FailureDetails,
+      hold,
+    ],
     category: ApplicationFailureCategory.BENIGN,
   });
 }

@@ -42,7 +42,6 @@ import { budgetOf, withTuningDefaults, workerTuningSchema } from './config.js';
 import { ConfigError } from './errors.js';
 import type { CredentialConfig, RetryqConfig, WorkerTuning } from './config.js';
 import { CredentialGates } from './load-control/credential-gates.js';
-import { gateCheckPatchDecision } from './load-control/gate-check-patch.js';
 import type { LoadMetrics } from './load-control/metrics.js';
 import { cachedWorkflowBundle, cachedWorkflowBundleFile } from './temporal/workflow-bundle.js';
 import { releaseHeapAfterBursts } from './temporal/heap-release.js';
@@ -219,13 +218,8 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
             // A dead worker's intents move to another worker this long after their next task landed on its sticky
             // queue (docs/operations.md, "Behaviour under faults"; Temporal's default is 10 s).
             stickyQueueScheduleToStartTimeout: tuning.stickyQueueTimeoutMs,
-            // The intents' local gate check (src/activities/gate-hint.ts) reads this process's load control; this
-            // queue carries no other activities, so the worker does not poll it for any.
-            activities: { gateHint: activities.gateHint },
+            // This queue carries no activities: the worker does not poll it for any.
             enableNonLocalActivities: false,
-            // An intent runs the gate check at its first dispatch only when this process knows its gate closed: an
-            // open gate then costs it no local activity, marker or version upsert (src/load-control/gate-check-patch.ts).
-            patchActivationCallback: gateCheckPatchDecision(gates),
           }),
       ),
     );

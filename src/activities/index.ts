@@ -16,13 +16,11 @@
  * ```
  */
 import { makeDispatch } from './dispatch.js';
-import { makeGateHint } from './gate-hint.js';
 import { makeInspect } from './inspect.js';
 import type { ActivityDeps } from './deps.js';
 
 export type { ActivityDeps, CredentialStore } from './deps.js';
 export type { DispatchInput, DispatchResult } from './dispatch.js';
-export type { GateHintAnswer, GateHintInput } from './gate-hint.js';
 export type { InspectInput, InspectResult } from './inspect.js';
 
 /** Builds the activity implementations registered on retryq's workers. */
@@ -30,8 +28,6 @@ export function createActivities(deps: ActivityDeps) {
   return {
     dispatch: makeDispatch(deps),
     inspect: makeInspect(deps),
-    /** A local activity of the workflow worker: the credential's gate as this process knows it. */
-    gateHint: makeGateHint(deps),
   };
 }
 

@@ -164,22 +164,6 @@ export class SubmitGateViews {
     };
   }
 
-  /**
-   * Whether the entity's last answer, at most {@link SubmitGateViewsOptions.freshMs} × 2 old, said the credential's
-   * gate is open and the credential is not blocked (an entity that does not exist has never closed it). `false` when
-   * the gate is closed, blocked, unknown (no answer yet, or the lookup failed) or the answer is older. Call it after
-   * {@link holdFor}, which asks. The intent then tells its first workflow task that the gate was open a moment ago
-   * (`gateOpenAtSubmit`), which spares it a question to its worker's process (docs/load-control.md, "The gate check").
-   */
-  seenOpen(credential: string): boolean {
-    const entry = this.#entries.get(credential);
-    if (!entry || entry.failed || entry.atMs === -Infinity) return false;
-    const now = this.#clock();
-    if (now - entry.atMs > this.#freshMs * 2) return false;
-    const answer = entry.answer;
-    return answer === undefined || (!answer.blocked && !(answer.closedUntilMs > now));
-  }
-
   /** One lookup per credential at a time; a failure leaves the gate unknown (open) for a while. */
   #ask(credential: string): Promise<void> {
     const current = this.#entries.get(credential);

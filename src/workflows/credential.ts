@@ -27,14 +27,12 @@ import {
   makeContinueAsNewFunc,
   defineQuery,
   defineUpdate,
-  patched,
   setHandler,
   upsertMemo,
   workflowInfo,
 } from '@temporalio/workflow';
 import { grantSlot, initialPacer } from '../policy/load.js';
 import type { BudgetSplit, PacerState } from '../policy/load.js';
-import { CredentialPatch } from './patches.js';
 
 /** The entity workflow's id for a credential under a task-queue prefix (`credential:acme-prod`, or with `@prefix`). */
 export function credentialWorkflowId(credential: string, prefix = 'retryq'): string {
@@ -192,7 +190,7 @@ export async function credentialWorkflow(input: CredentialWorkflowInput): Promis
   let updates = 0;
   let memo = workflowInfo().memo?.[GATE_MEMO] as GateMemo | undefined;
 
-  /** Keeps the memo in step with the dispatch gate, the budget and the block (behind {@link CredentialPatch.gateMemo}). */
+  /** Keeps the memo in step with the dispatch gate, the budget and the block. */
   const publishGate = () => {
     const next: GateMemo = {
       closedUntilMs: gates.dispatch.closedUntilMs,
@@ -207,7 +205,6 @@ export async function credentialWorkflow(input: CredentialWorkflowInput): Promis
       memo.blocked === next.blocked
     )
       return;
-    if (!patched(CredentialPatch.gateMemo)) return;
     memo = next;
     upsertMemo({ [GATE_MEMO]: next });
   };

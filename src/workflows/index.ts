@@ -28,6 +28,7 @@ export {
   statusQuery,
   webhookSignal,
   SEEN_DELIVERIES_LIMIT,
+  HEARTBEAT_TIMEOUT_MS,
 } from './intent.js';
 export type { IntentWorkflowOptions, CarriedState, RetryNowAnswer } from './intent.js';
 export {

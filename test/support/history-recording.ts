@@ -47,191 +47,106 @@ const firstWrite = (steps: NonNullable<ScenarioInput['rules']>[number]['steps'])
   rules: [{ match: { idempotencyKeyPrefix: 'replay-' }, steps, then: 'normal' }],
 });
 
-/** The scenarios whose histories are checked in. */
-export const historyScenarios: HistoryScenario[] = [
-  {
-    name: 'rate-limited-then-succeeded',
-    description: '429 with Retry-After 120 s, a durable wait, then 201',
-    scenario: firstWrite([{ status: 429, retryAfter: 120 }]),
-  },
-  {
-    name: 'unknown-outcome-inspected',
-    description: 'the write committed but the connection reset; the inspection finds it succeeded',
-    scenario: firstWrite([{ commitThen: 'reset' }]),
-  },
-  {
-    name: 'unknown-outcome-absent-redispatched',
-    description: 'the connection reset before executing; the inspection finds nothing; re-dispatch succeeds',
-    scenario: firstWrite([{ reset: true }]),
-  },
-  {
-    name: 'expired',
-    description: '429 with Retry-After 2 h under a 1 h deadline: expired with the permitted time recorded',
-    scenario: firstWrite([{ status: 429, retryAfter: 7200 }]),
-    intent: { deadline: '1h' },
-  },
-  {
-    name: 'cancelled',
-    description: 'cancelled by signal while waiting on a Retry-After',
-    scenario: firstWrite([{ status: 429, retryAfter: 120 }]),
-    drive: async ({ client, key, waitFor }) => {
-      await waitFor((s) => s.phase === 'waiting');
-      await client.cancel(key, 'recorded cancellation');
-    },
-  },
-  {
-    name: 'retry-now',
-    description: '503, a 10-minute backoff ended early by the retryNow signal, then 201',
-    scenario: firstWrite([{ status: 503 }]),
-    intent: { policy: { baseDelay: '10m', maxBackoff: '10m', jitter: 0 } },
-    drive: async ({ client, key, waitFor }) => {
-      await waitFor((s) => s.phase === 'waiting');
-      await client.retryNow(key);
-    },
-  },
-  {
-    name: 'permanent-failure',
-    description: '403 permission_denied: failed after one attempt',
-    scenario: firstWrite([{ status: 403, code: 'permission_denied' }]),
-  },
-];
-
 /**
- * Scenarios recorded again after the client began to start intents with `publishChangesOnly` (search attributes
- * upserted only when they change, at most once per workflow task): the histories above keep the earlier command
- * sequence (an upsert at every transition) and must keep replaying; these hold the current one, including the
- * paths where upserts were merged (unknown outcome → inspection, retry now → dispatch).
+ * The release whose histories these are. Each release records its own set (`<scenario>-v<version>`) and never
+ * re-records an older one: every released history replays on the current code in CI (docs/development.md).
  */
-const changesOnly = ['rate-limited-then-succeeded', 'unknown-outcome-absent-redispatched', 'retry-now'];
-historyScenarios.push(
-  ...historyScenarios
-    .filter((sc) => changesOnly.includes(sc.name))
-    .map((sc) => ({
-      ...sc,
-      name: `${sc.name}-changes-only`,
-      description: `${sc.description} (search attributes upserted only when they change)`,
-    })),
-);
-
-/**
- * The released 0.1.0 shape of every path, recorded with the 0.1.0 workflow before heartbeats, never-sent failures
- * that use no attempt, and the cancel that aborts an in-flight dispatch were added (those changes are guarded by
- * `patched()`; docs/operations.md, "Upgrading the intent workflow"). Histories of every released version stay here
- * and replay in CI; a release adds its own set (`<scenario>-v<version>`), and never re-records an older one.
- */
-export const releasedShapes: HistoryScenario[] = [
-  ...historyScenarios
-    .filter((sc) => !sc.name.endsWith('-changes-only'))
-    .map((sc) => ({ ...sc, name: `${sc.name}-v0.1.0`, description: `${sc.description} (0.1.0)` })),
-  {
-    name: 'provider-unreachable-then-succeeded-v0.1.0',
-    description: 'the provider refuses connections (never sent) for the first attempt, then answers 201 (0.1.0)',
-    scenario: firstWrite(['normal']),
-    intent: { policy: { baseDelay: '1m', maxBackoff: '1m', jitter: 0 } },
-    before: async ({ sim }) => sim.stopListening(),
-    drive: async ({ sim, waitFor }) => {
-      await waitFor((s) => s.phase === 'waiting' && s.attempts >= 1);
-      await sim.resumeListening();
-    },
-  },
-];
-historyScenarios.push(...releasedShapes);
-
-/**
- * Paths whose commands changed after 0.1.0 (behind `patched()`), recorded with the current code so the new
- * branch is guarded too: refused connections use no attempt (the patch marker is in this history).
- */
-historyScenarios.push({
-  name: 'provider-unreachable-then-succeeded-v0.2.0',
-  description: 'the provider refuses the first connection (never sent, no attempt used), then answers 201 (0.2.0)',
-  scenario: firstWrite(['normal']),
-  intent: { policy: { maxAttempts: 1, baseDelay: '1m', maxBackoff: '1m', jitter: 0 } },
-  before: async ({ sim }) => sim.stopListening(),
-  drive: async ({ sim, waitFor }) => {
-    await waitFor((s) => s.phase === 'waiting' && s.attemptLog.length >= 1);
-    await sim.resumeListening();
-  },
-});
-
-/**
- * The watched dispatch (#13), recorded with the current client, which starts every intent with `stallAfterMs`: a
- * plain path, a dispatch no worker serves (stalled, then expired), a cancel before anything was sent (no attempt, no
- * reservation) and a cancel that aborts the request in flight (a reservation). Runs started without the option keep
- * the sequences above.
- */
+export const RELEASE = '0.2.0';
 const UNSERVED = 'unserved-cred';
-historyScenarios.push(
-  {
-    name: 'rate-limited-then-succeeded-v0.2.0',
-    description: '429 with Retry-After 120 s, a durable wait, then 201 (watched dispatch, 0.2.0)',
-    scenario: firstWrite([{ status: 429, retryAfter: 120 }]),
-  },
-  {
-    // Real time: the time-skipping server does not skip while an activity waits to be started.
-    name: 'stalled-then-cancelled-v0.2.0',
-    description: 'no worker serves the credential: reported stalled after the stall time (1 s), then cancelled',
-    scenario: firstWrite(['normal']),
-    intent: { credential: UNSERVED },
-    client: { stalledDispatchAfterMs: 1000 },
-    drive: async ({ client, key, waitFor }) => {
-      await waitFor((s) => s.stalled !== undefined);
-      await client.cancel(key, 'recorded cancellation of a stalled dispatch');
-    },
-  },
-  {
-    name: 'cancelled-before-dispatch-v0.2.0',
-    description: 'cancelled while no worker had started the dispatch: ends at once, no attempt, no reservation',
-    scenario: firstWrite(['normal']),
-    intent: { credential: UNSERVED },
-    drive: async ({ client, key, waitFor }) => {
-      await waitFor((s) => s.phase === 'dispatching');
-      await client.cancel(key, 'recorded cancellation before dispatch');
-    },
-  },
-  {
-    name: 'cancelled-in-flight-v0.2.0',
-    description: 'cancelled while the provider held the answer: the request is aborted, a reservation is left',
-    scenario: firstWrite([{ commitThen: 'timeout' }]),
-    intent: { policy: { attemptTimeout: '10m' } },
-    drive: async ({ client, key, sim }) => {
-      for (let i = 0; i < 200 && sim.sideEffects(key) === 0; i++) await new Promise((r) => setTimeout(r, 50));
-      await client.cancel(key, 'recorded cancellation in flight');
-    },
-  },
-);
 
-/**
- * The gate check before each dispatch (the start option `localGateCheck`, which the client sets since 0.3.0): a local
- * activity's marker before each dispatch. Runs started without it keep the sequences above.
- */
-historyScenarios.push({
-  name: 'rate-limited-then-succeeded-v0.3.0',
-  description: '429 with Retry-After 120 s, a durable wait, then 201 (a gate check before each dispatch, 0.3.0)',
-  scenario: firstWrite([{ status: 429, retryAfter: 120 }]),
-});
-
-/**
- * Since 0.4.0 the worker turns the first dispatch's gate check on only when its process knows the gate closed (not
- * here: nothing closed it yet), and the dispatch after the wait runs it behind its own patch.
- */
-historyScenarios.push({
-  name: 'rate-limited-then-succeeded-v0.4.0',
-  description:
-    '429 with Retry-After 120 s, a durable wait, then 201 (no gate check while the gate is open; one after the wait, 0.4.0)',
-  scenario: firstWrite([{ status: 429, retryAfter: 120 }]),
-});
-
-/**
- * Since 0.6.0 the client tells the intent it saw the credential's gate open a moment ago (the workflow option
- * `gateOpenAtSubmit`): the first dispatch does not ask the worker's process (no patch-callback call, nothing recorded,
- * as with an "open" answer); the dispatch after the wait runs the gate check behind its patch, as in 0.4.0.
- */
-historyScenarios.push({
-  name: 'rate-limited-then-succeeded-v0.6.0',
-  description:
-    '429 with Retry-After 120 s, a durable wait, then 201 (the client saw the gate open at submit; one gate check after the wait, 0.6.0)',
-  scenario: firstWrite([{ status: 429, retryAfter: 120 }]),
-});
+/** The scenarios whose histories are checked in: every path of the intent workflow, once. */
+export const historyScenarios: HistoryScenario[] = (
+  [
+    {
+      name: 'rate-limited-then-succeeded',
+      description: '429 with Retry-After 120 s, a durable wait, then 201',
+      scenario: firstWrite([{ status: 429, retryAfter: 120 }]),
+    },
+    {
+      name: 'unknown-outcome-inspected',
+      description: 'the write committed but the connection reset; the inspection finds it succeeded',
+      scenario: firstWrite([{ commitThen: 'reset' }]),
+    },
+    {
+      name: 'unknown-outcome-absent-redispatched',
+      description: 'the connection reset before executing; the inspection finds nothing; re-dispatch succeeds',
+      scenario: firstWrite([{ reset: true }]),
+    },
+    {
+      name: 'expired',
+      description: '429 with Retry-After 2 h under a 1 h deadline: expired with the permitted time recorded',
+      scenario: firstWrite([{ status: 429, retryAfter: 7200 }]),
+      intent: { deadline: '1h' },
+    },
+    {
+      name: 'cancelled',
+      description: 'cancelled by signal while waiting on a Retry-After',
+      scenario: firstWrite([{ status: 429, retryAfter: 120 }]),
+      drive: async ({ client, key, waitFor }) => {
+        await waitFor((s) => s.phase === 'waiting');
+        await client.cancel(key, 'recorded cancellation');
+      },
+    },
+    {
+      name: 'retry-now',
+      description: '503, a 10-minute backoff ended early by the retryNow signal, then 201',
+      scenario: firstWrite([{ status: 503 }]),
+      intent: { policy: { baseDelay: '10m', maxBackoff: '10m', jitter: 0 } },
+      drive: async ({ client, key, waitFor }) => {
+        await waitFor((s) => s.phase === 'waiting');
+        await client.retryNow(key);
+      },
+    },
+    {
+      name: 'permanent-failure',
+      description: '403 permission_denied: failed after one attempt',
+      scenario: firstWrite([{ status: 403, code: 'permission_denied' }]),
+    },
+    {
+      name: 'provider-unreachable-then-succeeded',
+      description: 'the provider refuses the first connection (never sent, no attempt used), then answers 201',
+      scenario: firstWrite(['normal']),
+      intent: { policy: { maxAttempts: 1, baseDelay: '1m', maxBackoff: '1m', jitter: 0 } },
+      before: async ({ sim }) => sim.stopListening(),
+      drive: async ({ sim, waitFor }) => {
+        await waitFor((s) => s.phase === 'waiting' && s.attemptLog.length >= 1);
+        await sim.resumeListening();
+      },
+    },
+    {
+      // Real time: the time-skipping server does not skip while an activity waits to be started.
+      name: 'stalled-then-cancelled',
+      description: 'no worker serves the credential: reported stalled after the stall time (1 s), then cancelled',
+      scenario: firstWrite(['normal']),
+      intent: { credential: UNSERVED },
+      client: { stalledDispatchAfterMs: 1000 },
+      drive: async ({ client, key, waitFor }) => {
+        await waitFor((s) => s.stalled !== undefined);
+        await client.cancel(key, 'recorded cancellation of a stalled dispatch');
+      },
+    },
+    {
+      name: 'cancelled-before-dispatch',
+      description: 'cancelled while no worker had started the dispatch: ends at once, no attempt, no reservation',
+      scenario: firstWrite(['normal']),
+      intent: { credential: UNSERVED },
+      drive: async ({ client, key, waitFor }) => {
+        await waitFor((s) => s.phase === 'dispatching');
+        await client.cancel(key, 'recorded cancellation before dispatch');
+      },
+    },
+    {
+      name: 'cancelled-in-flight',
+      description: 'cancelled while the provider held the answer: the request is aborted, a reservation is left',
+      scenario: firstWrite([{ commitThen: 'timeout' }]),
+      intent: { policy: { attemptTimeout: '10m' } },
+      drive: async ({ client, key, sim, waitFor }) => {
+        await waitFor((s) => s.phase === 'dispatching' && sim.sideEffects(key) > 0);
+        await client.cancel(key, 'recorded cancellation in flight');
+      },
+    },
+  ] satisfies HistoryScenario[]
+).map((sc) => ({ ...sc, name: `${sc.name}-v${RELEASE}` }));
 
 async function runScenario(env: TestWorkflowEnvironment, sc: HistoryScenario, sim: ProviderSim): Promise<string> {
   const prefix = `replay-${sc.name}`;
@@ -294,14 +209,13 @@ async function runScenario(env: TestWorkflowEnvironment, sc: HistoryScenario, si
 }
 
 /**
- * Since 0.5.0 the client holds an intent at submit while its credential's gate is closed: the start carries a start
- * delay until its turn, `RetryPhase` `waiting` and the hold (the workflow option `heldAtSubmit`, the memo). Another
- * intent, answered 429, closes the gate first; the recorded one starts at its turn, and its first workflow task
- * dispatches without a gate check (the worker knows the gate opened before the run started).
+ * The client holds an intent at submit while its credential's gate is closed: the start carries a start delay until
+ * its turn, `RetryPhase` `waiting` and the hold (the workflow option `heldAtSubmit`, the memo). Another intent,
+ * answered 429, closes the gate first; the recorded one starts at its turn and dispatches.
  */
 const GATE_CLOSER = 'replay-gate-closer';
 historyScenarios.push({
-  name: 'held-at-submit-then-succeeded-v0.5.0',
+  name: `held-at-submit-then-succeeded-v${RELEASE}`,
   description: "submitted while another intent's 429 (Retry-After 120 s) closed the gate: held by the server, then 201",
   scenario: {
     rules: [

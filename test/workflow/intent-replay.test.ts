@@ -91,23 +91,11 @@ describe('recorded intent histories', () => {
     for (const r of results) expect(r.error, `${r.workflowId}: ${String(r.error)}`).toBeUndefined();
   });
 
-  it('include a run whose client saw the gate open: no gate check before its first dispatch, one after its wait', async () => {
-    const history = await loadHistory('rate-limited-then-succeeded-v0.6.0.json');
-    const events = history.events ?? [];
-    const options = events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[1]?.data;
-    expect(JSON.parse(Buffer.from(options ?? []).toString())).toMatchObject({ gateOpenAtSubmit: true });
-    const firstDispatch = events.findIndex((e) => e.activityTaskScheduledEventAttributes);
-    const markers = events.flatMap((e, i) => (e.markerRecordedEventAttributes ? [i] : []));
-    expect(firstDispatch).toBeGreaterThan(0);
-    expect(markers.filter((i) => i < firstDispatch)).toEqual([]);
-    expect(markers.length).toBeGreaterThan(0);
-  });
-
   it('fail to replay against an incompatible workflow (the control case: the replay check can fail)', async () => {
     const workflowBundle = await cachedWorkflowBundle({
       workflowsPath: fileURLToPath(new URL('./fixtures/changed-intent-workflow.ts', import.meta.url)),
     });
-    const history = await loadHistory('rate-limited-then-succeeded.json');
+    const history = await loadHistory('rate-limited-then-succeeded-v0.2.0.json');
     await expect(
       Worker.runReplayHistory({ workflowBundle, replayName: 'intent-replay-control' }, history, 'control'),
     ).rejects.toThrow(/[Nn]ondeterminism|[Nn]on-determinism/);

@@ -14,7 +14,7 @@ import { closeServer, silentProvider } from '../../support/silent-provider.js';
 import { whileHeartbeating } from '../../../src/activities/heartbeat.js';
 import { makeDispatch } from '../../../src/activities/dispatch.js';
 import type { DispatchInput } from '../../../src/activities/dispatch.js';
-import { FailureType, evidenceFromFailure, isProviderFailure } from '../../../src/failures.js';
+import { FailureType, answerFromFailure, isProviderFailure } from '../../../src/failures.js';
 
 const servers: Server[] = [];
 const agents: Agent[] = [];
@@ -75,8 +75,10 @@ describe('when a dispatch activity is cancelled', () => {
     expect(err).not.toBeInstanceOf(CancelledFailure);
     expect(isProviderFailure(err)).toBe(true);
     expect((err as { type: string }).type).toBe(FailureType.OutcomeUnknown);
-    expect(evidenceFromFailure(err, 'POST', 'dispatch')).toMatchObject({ sent: 'unknown' });
-    expect(evidenceFromFailure(err, 'POST', 'dispatch').status).toBeUndefined();
+    const answer = answerFromFailure(err, 'POST', 'dispatch');
+    expect(answer.evidence).toMatchObject({ sent: 'unknown' });
+    expect(answer.evidence.status).toBeUndefined();
+    expect(answer.decision.kind).toBe('unknown_outcome');
   });
 
   it('whose answer arrived before the cancel: the answer stands', async () => {

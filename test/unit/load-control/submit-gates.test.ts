@@ -119,38 +119,6 @@ describe('SubmitGateViews', () => {
     expect(await views.holdFor('acme')).toBeDefined();
   });
 
-  it('says the gate was seen open only from a fresh answer that it is open and the credential not blocked', async () => {
-    const e = fakeEntity();
-    let now = 1_000_000;
-    const views = new SubmitGateViews({ lookup: e.lookup, clock: () => now, random: () => 0.5 });
-    expect(views.seenOpen('acme')).toBe(false); // never asked
-    await views.holdFor('acme');
-    expect(views.seenOpen('acme')).toBe(true); // no entity: it never closed the gate
-    now += 2_000;
-    expect(views.seenOpen('acme')).toBe(true); // twice the freshness: still trusted
-    now += 1;
-    expect(views.seenOpen('acme')).toBe(false); // older: not
-    e.state.answer = closed(now + 60_000);
-    await views.holdFor('acme');
-    await Promise.resolve();
-    expect(views.seenOpen('acme')).toBe(false); // closed
-    now += 61_000;
-    e.state.answer = { ...closed(now - 1_000), blocked: false };
-    await views.holdFor('acme');
-    await Promise.resolve();
-    expect(views.seenOpen('acme')).toBe(true); // its closure is over
-    e.state.answer = { ...closed(0), blocked: true };
-    now += 1_000;
-    await views.holdFor('acme');
-    await Promise.resolve();
-    expect(views.seenOpen('acme')).toBe(false); // blocked
-    e.state.answer = new Error('no worker serves the entity');
-    now += 1_000;
-    await views.holdFor('acme');
-    await Promise.resolve();
-    expect(views.seenOpen('acme')).toBe(false); // unknown
-  });
-
   it('holds nothing for a blocked credential (an operator resumes it, at no known time) or a gate already open', async () => {
     const e = fakeEntity();
     let now = 1_000_000;
