@@ -37,7 +37,7 @@ function specOf(over: Partial<IntentSpec['policy']> = {}, deadlineMs = 60 * MIN)
       failed: ['failed'],
       resultField: 'result',
       errorField: 'error',
-    } as IntentSpec['inspection'],
+    },
     fingerprint: 'f',
   };
 }
@@ -146,7 +146,7 @@ function drive(
   const random = options.random ?? (() => 0.5);
   const calls: Call[] = [];
   let permitted = T0;
-  let retryNows = [...(options.retryNowAt ?? [])];
+  const retryNows = [...(options.retryNowAt ?? [])];
   const feed = (event: IntentEvent): IntentCommand[] => {
     const r = step({ spec, nowMs: now, random }, state, event);
     state = r.state;
@@ -254,7 +254,11 @@ describe('the intent state machine, by example', () => {
   });
 
   it('gives up after maxAttempts sent attempts (invariant 7)', () => {
-    const run = drive(specOf({ maxAttempts: 3 }), Array(10).fill({ kind: 'transient', waitMs: 1000 }), []);
+    const run = drive(
+      specOf({ maxAttempts: 3 }),
+      Array.from({ length: 10 }, (): DispatchScript => ({ kind: 'transient', waitMs: 1000 })),
+      [],
+    );
     expect(run.calls).toHaveLength(3);
     expect(run.final.status.finalReason).toContain('attempt budget of 3 used up');
   });
@@ -346,7 +350,11 @@ describe('the intent state machine, cancel, retry now and webhooks', () => {
   });
 
   it('writes a failure sentence that names the reservation to reconcile', () => {
-    const run = drive(specOf({}, 5 * MIN), [{ kind: 'unknown_outcome' }], Array(50).fill('error'));
+    const run = drive(
+      specOf({}, 5 * MIN),
+      [{ kind: 'unknown_outcome' }],
+      Array.from({ length: 50 }, (): InspectScript => 'error'),
+    );
     expect(run.final.status.phase).toBe('expired');
     expect(failureSentence(run.final, specOf())).toMatch(
       /Reservation to reconcile: attempt 1: transport:reset after sending/,
