@@ -26,9 +26,9 @@ export {
   retryNowSignal,
   retryNowUpdate,
   statusQuery,
-  webhookSignal,
-  SEEN_DELIVERIES_LIMIT,
+  webhookUpdate,
 } from './intent.js';
+export { SEEN_DELIVERIES_LIMIT } from '../policy/webhook-deliveries.js';
 export type { IntentWorkflowOptions, CarriedState, RetryNowAnswer } from './intent.js';
 export {
   credentialWorkflow,

@@ -44,7 +44,7 @@ import type {
   SearchAttributeUpdatePair,
 } from '@temporalio/common/lib/search-attributes.js';
 import type { Activities, DispatchResult, InspectResult } from '../activities/index.js';
-import { IntentFailureType, evidenceFromFailure, holdFromFailure } from '../failures.js';
+import { IntentFailureType, WebhookRejection, evidenceFromFailure, holdFromFailure } from '../failures.js';
 import type { CredentialHold } from '../failures.js';
 import {
   ATTEMPT_LOG_LIMIT,
@@ -62,6 +62,7 @@ import type {
   IntentSpec,
   IntentStatus,
   Reservation,
+  WebhookAck,
   WebhookDelivery,
 } from '../intent-status.js';
 import { classify } from '../policy/classify.js';
@@ -73,6 +74,8 @@ import type { Schedule } from '../policy/schedule.js';
 import { describeEvidence, evidenceText, retryAfterText } from '../policy/evidence-text.js';
 import { inspectionFailure, inspectionVerdict } from '../policy/inspection.js';
 import { spreadWakeUp } from '../policy/load.js';
+import { deliveryVerdict, describeRefusal, isRefusal, rememberDelivery } from '../policy/webhook-deliveries.js';
+import type { DeliveryRefusal, DeliveryVerdict } from '../policy/webhook-deliveries.js';
 import {
   credentialKey,
   lastErrorCodeKey,
@@ -122,13 +125,12 @@ export const retryNowSignal = defineSignal<[]>('retryNow');
 export const statusQuery = defineQuery<IntentStatus>('status');
 /**
  * A verified webhook delivery for this intent's key (sent by the webhook receiver, never by a provider directly).
- * A final state settles an intent that has not ended without another provider call; a delivery id seen before
- * changes nothing; nothing moves an ended intent.
+ * Its validator rejects a delivery id the intent has already recorded and any delivery once the intent has ended
+ * (`ApplicationFailure` of a {@link WebhookRejection} type): a rejected update is not written to history, so
+ * redeliveries never grow it. An accepted one is recorded; a final state settles the intent without another
+ * provider call. The handler is synchronous: it marks the id seen before any other update is validated.
  */
-export const webhookSignal = defineSignal<[WebhookDelivery]>('webhook');
-
-/** Delivery ids remembered for deduplication (oldest forgotten first; a forgotten one could only add a log line). */
-export const SEEN_DELIVERIES_LIMIT = 200;
+export const webhookUpdate = defineUpdate<WebhookAck, [WebhookDelivery]>('webhook');
 
 /** What "retry now" did: when the next attempt will really run, and why not sooner. */
 export interface RetryNowAnswer {
@@ -465,34 +467,43 @@ class IntentRun {
 
   // ---- webhooks -----------------------------------------------------------------------------------------
 
+  /** What a delivery would do now (src/policy/webhook-deliveries.ts). */
+  judgeDelivery(d: WebhookDelivery): DeliveryVerdict {
+    return deliveryVerdict(d, {
+      seen: this.seenDeliveries,
+      phase: this.status.phase,
+      settled: this.webhookVerdict !== undefined,
+    });
+  }
+
+  /** The `webhook` update's validator: throws (rejects, recording nothing) for a delivery to turn away. */
+  validateWebhook(d: WebhookDelivery): void {
+    const verdict = this.judgeDelivery(d);
+    if (isRefusal(verdict)) throw webhookRefusal(verdict);
+  }
+
   /**
-   * Records a verified delivery (signal handler: synchronous, no commands). A delivery id seen before changes
-   * nothing but a counter; an ended intent, or one a delivery already settled, only notes it; a `pending` state is
-   * logged; the first final state is left for the loop to apply at its next step (see {@link applyWebhook}).
+   * The `webhook` update's handler, synchronous: marks the id seen, counts and logs the delivery; the first final
+   * state is left for the loop to apply at its next step (see {@link applyWebhook}). A delivery to turn away (only
+   * reachable if the validator was bypassed) fails the update without changing anything.
    */
-  onWebhook(d: WebhookDelivery): void {
+  onWebhook(d: WebhookDelivery): WebhookAck {
+    const verdict = this.judgeDelivery(d);
+    if (isRefusal(verdict)) throw webhookRefusal(verdict);
     const s = this.status;
-    const counts = (s.webhooks ??= { received: 0, duplicates: 0, late: 0 });
-    const id = `${d.source}:${d.deliveryId}`;
-    if (this.seenDeliveries.includes(id)) {
-      counts.duplicates++;
-      return;
-    }
-    this.seenDeliveries.push(id);
-    if (this.seenDeliveries.length > SEEN_DELIVERIES_LIMIT)
-      this.seenDeliveries.splice(0, this.seenDeliveries.length - SEEN_DELIVERIES_LIMIT);
+    this.seenDeliveries = rememberDelivery(this.seenDeliveries, d);
+    const counts = (s.webhooks ??= { received: 0, late: 0 });
     counts.received++;
-    const settled = finalPhases.has(s.phase) || this.webhookVerdict !== undefined;
-    if (settled) counts.late++;
-    else if (d.state !== 'pending') this.webhookVerdict = d;
-    if (finalPhases.has(s.phase)) return;
+    if (verdict.kind === 'late') counts.late++;
+    if (verdict.kind === 'settles') this.webhookVerdict = d;
     this.record({
       kind: 'webhook',
       attempt: s.attempts,
       startedAt: new Date().toISOString(),
-      evidence: { sent: 'yes', decision: settled ? `webhook_${d.state}_ignored` : `webhook_${d.state}` },
+      evidence: { sent: 'yes', decision: verdict.kind === 'late' ? `webhook_${d.state}_ignored` : `webhook_${d.state}` },
       webhook: { source: d.source, deliveryId: d.deliveryId, state: d.state, eventType: d.eventType },
     });
+    return { effect: verdict.kind, phase: s.phase };
   }
 
   /** The one place a webhook's final state becomes the intent's end, without another provider call. */
@@ -1320,7 +1331,9 @@ export async function intentWorkflow(spec: IntentSpec, options: IntentWorkflowOp
     run.retryNowRequests++;
     return answer;
   });
-  setHandler(webhookSignal, (delivery) => run.onWebhook(delivery));
+  setHandler(webhookUpdate, (delivery) => run.onWebhook(delivery), {
+    validator: (delivery) => run.validateWebhook(delivery),
+  });
   try {
     return await run.run();
   } catch (err) {
@@ -1345,6 +1358,16 @@ export async function intentWorkflow(spec: IntentSpec, options: IntentWorkflowOp
     }
     throw err;
   }
+}
+
+/** The rejection of a delivery the intent turns away (recognised by the receiver by its `type`). */
+function webhookRefusal(verdict: DeliveryRefusal): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: verdict.kind === 'duplicate' ? WebhookRejection.DeliverySeen : WebhookRejection.IntentEnded,
+    message: describeRefusal(verdict),
+    details: verdict.kind === 'ended' ? [{ phase: verdict.phase }] : [],
+    nonRetryable: true,
+  });
 }
 
 /** Why a call that was never sent was not sent, for the status line. */
