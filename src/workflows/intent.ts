@@ -500,7 +500,10 @@ class IntentRun {
       kind: 'webhook',
       attempt: s.attempts,
       startedAt: new Date().toISOString(),
-      evidence: { sent: 'yes', decision: verdict.kind === 'late' ? `webhook_${d.state}_ignored` : `webhook_${d.state}` },
+      evidence: {
+        sent: 'yes',
+        decision: verdict.kind === 'late' ? `webhook_${d.state}_ignored` : `webhook_${d.state}`,
+      },
       webhook: { source: d.source, deliveryId: d.deliveryId, state: d.state, eventType: d.eventType },
     });
     return { effect: verdict.kind, phase: s.phase };
@@ -1332,7 +1335,7 @@ export async function intentWorkflow(spec: IntentSpec, options: IntentWorkflowOp
     return answer;
   });
   setHandler(webhookUpdate, (delivery) => run.onWebhook(delivery), {
-    validator: (delivery) => run.validateWebhook(delivery),
+    validator: (delivery: WebhookDelivery) => run.validateWebhook(delivery),
   });
   try {
     return await run.run();
