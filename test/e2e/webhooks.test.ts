@@ -369,6 +369,29 @@ describe('redeliveries of one delivery id (invariant 10: a duplicate writes noth
   });
 });
 
+describe('a delivery while no workflow worker runs (invariant 10)', () => {
+  it('is answered 503 (the intent cannot validate it), and its redelivery is recorded once a worker is back', async () => {
+    const t = await h.setup();
+    const r = await receiverFor(t, { temporalTimeoutMs: 1500 });
+    const key = await t.run(() => waitingIntent(t));
+    const id = deliveryId();
+    const down = await deliver(r.url(), id, simEvent(key, 'succeeded'));
+    expect(down.status).toBe(503);
+    expect(down.json).toMatchObject({ error: { code: 'webhook_temporal_unavailable' } });
+    const outcome = await t.run(async () => {
+      const again = await deliver(r.url(), id, simEvent(key, 'succeeded'));
+      expect(again.status).toBe(200);
+      // The copy Temporal held while no worker ran may have been recorded first: then this one is its duplicate, or
+      // finds the intent it settled already ended.
+      expect(['stored', 'duplicate', 'late']).toContain(again.json.outcome);
+      return t.client.result(key);
+    });
+    expect(outcome).toMatchObject({ phase: 'succeeded', resolvedByWebhook: { deliveryId: id } });
+    expect(outcome.webhooks).toEqual({ received: 1, late: 0 });
+    expect(updateEvents(await historyOf(t, key))).toEqual({ admitted: 0, accepted: 1, rejected: 0, completed: 1 });
+  });
+});
+
 describe('deliveries that are not verified (invariant 10)', () => {
   it('answers 401 to a forged signature, a wrong secret, and stale or future timestamps, and stores nothing', async () => {
     const t = await h.setup();
