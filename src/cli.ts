@@ -184,6 +184,7 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
         maxBodyBytes: config.webhooks.maxBodyBytes,
         temporalTimeoutMs: config.webhooks.temporalTimeoutMs,
         onError: (message, err) => io.err(`webhooks: ${message}: ${err instanceof Error ? err.message : String(err)}`),
+        onIgnored: (line) => io.err(`webhooks: ${line}`),
       });
       hooks = await startWebhookServer({
         receiver,

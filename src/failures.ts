@@ -61,6 +61,18 @@ export const IntentFailureType = {
 } as const;
 export type IntentFailureType = (typeof IntentFailureType)[keyof typeof IntentFailureType];
 
+/**
+ * `ApplicationFailure.type` of a webhook delivery the intent turned away in its `webhook` update's validator (a
+ * rejected update leaves nothing in history). The first detail is `{ phase }` for `WebhookIntentEnded`.
+ */
+export const WebhookRejection = {
+  /** The intent has already recorded this delivery id. */
+  DeliverySeen: 'WebhookDeliverySeen',
+  /** The intent has ended; nothing can move it. */
+  IntentEnded: 'WebhookIntentEnded',
+} as const;
+export type WebhookRejection = (typeof WebhookRejection)[keyof typeof WebhookRejection];
+
 /** The first detail of every {@link FailureType} failure. */
 export interface FailureDetails {
   /** What the call told us, without headers. */

@@ -100,14 +100,30 @@ export interface WebhookDelivery {
   receivedAt: string;
 }
 
-/** What webhook deliveries did to an intent. */
+/**
+ * What webhook deliveries did to an intent. Redeliveries of a recorded delivery id, and deliveries for an ended
+ * intent, are turned away before anything is recorded: the receiver counts them (`duplicate`, `late`), not the intent.
+ */
 export interface WebhookCounts {
   /** Distinct deliveries recorded. */
   received: number;
-  /** Redeliveries of a delivery id already recorded: ignored. */
-  duplicates: number;
-  /** Deliveries that arrived after the intent had ended or after an earlier delivery had settled it: recorded only. */
+  /** Of those, deliveries that arrived after an earlier delivery had settled the intent: noted only. */
   late: number;
+}
+
+/**
+ * The intent's answer to a webhook delivery it recorded (the result of the `webhook` update). A delivery it turns
+ * away (an id already recorded, or an ended intent) is rejected instead, and nothing is written to its history.
+ */
+export interface WebhookAck {
+  /**
+   * - `settles`: the first final state; the intent ends by it at its next step, without another provider call;
+   * - `logged`: a `pending` state, logged; nothing moves;
+   * - `late`: an earlier delivery already settled the intent; this one is noted only.
+   */
+  effect: 'settles' | 'logged' | 'late';
+  /** The intent's phase when it recorded the delivery. */
+  phase: Phase;
 }
 
 /** `webhook dlv_123: succeeded`: how the attempt log names a delivery. */

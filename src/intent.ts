@@ -37,6 +37,7 @@ export type {
   JsonValue,
   Reservation,
   StalledDispatch,
+  WebhookAck,
   WebhookCounts,
   WebhookDelivery,
   WebhookState,

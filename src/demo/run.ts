@@ -200,7 +200,7 @@ export async function runDemo(opts: DemoOptions): Promise<DemoSummary> {
     const sum = (f: (s: IntentStatus) => number) => statuses.reduce((n, s) => n + (s ? f(s) : 0), 0);
     summary.webhooks = {
       deliveries: c.stored + c.orphan + c.duplicate + c.late + c.ignored,
-      duplicatesIgnored: c.duplicate + sum((s) => s.webhooks?.duplicates ?? 0),
+      duplicatesIgnored: c.duplicate,
       late: c.late + sum((s) => s.webhooks?.late ?? 0),
       rejected: c.unauthorized,
       faultsAccepted: m.totals.webhookDeliveries.faultsAccepted,

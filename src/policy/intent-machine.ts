@@ -30,8 +30,10 @@ import type { Evidence, TransportFailure } from './evidence.js';
 import { inspectionFailure, inspectionVerdict } from './inspection.js';
 import type { InspectionFinding } from './inspection.js';
 import { spreadWakeUp } from './load.js';
+import { deliveryVerdict, rememberDelivery } from './webhook-deliveries.js';
+import type { DeliveryVerdict } from './webhook-deliveries.js';
 import { nextAttempt } from './schedule.js';
-import { ATTEMPT_LOG_LIMIT, Phase, finalPhases } from '../intent-status.js';
+import { ATTEMPT_LOG_LIMIT, Phase } from '../intent-status.js';
 import type {
   AttemptRecord,
   EvidenceSummary,
@@ -44,8 +46,6 @@ import type {
 
 /** While its credential is blocked, an intent looks again this often (an operator's resume also wakes it). */
 export const BLOCKED_RECHECK_MS = 5 * 60_000;
-/** Delivery ids remembered for deduplication (oldest forgotten first). */
-export const SEEN_DELIVERIES_LIMIT = 200;
 
 /** Where the run is between events. */
 export type Stage =
@@ -189,9 +189,16 @@ export function initialState(spec: IntentSpec, heldAtSubmit?: HeldAtSubmit): Int
   return state;
 }
 
-/** Whether the webhook delivery `d` was recorded before (a duplicate changes nothing). */
-export function isDuplicateDelivery(state: IntentState, d: Pick<WebhookDelivery, 'source' | 'deliveryId'>): boolean {
-  return state.seenDeliveries.includes(`${d.source}:${d.deliveryId}`);
+/**
+ * What the webhook delivery `d` would do to the intent now (src/policy/webhook-deliveries.ts): a delivery id recorded
+ * before, or any delivery for an ended intent, is turned away (the workflow rejects it before anything is written).
+ */
+export function webhookVerdictOf(state: IntentState, d: WebhookDelivery): DeliveryVerdict {
+  return deliveryVerdict(d, {
+    seen: state.seenDeliveries,
+    phase: state.status.phase,
+    settled: state.webhookVerdict !== undefined,
+  });
 }
 
 function copy(state: IntentState): IntentState {
@@ -693,32 +700,28 @@ class Step {
   // ---- webhooks -----------------------------------------------------------------------------------------
 
   /**
-   * Records a verified delivery. A delivery id seen before changes nothing but a counter; an ended intent, or one a
-   * delivery already settled, only notes it; a `pending` state is logged; the first final state becomes the verdict.
+   * Records a verified delivery: the first final state becomes the verdict, a `pending` state is logged, a delivery
+   * after the intent was settled is noted only. A delivery turned away (seen before, or the intent ended) changes
+   * nothing; the shell rejects it before it gets here.
    */
   recordDelivery(d: WebhookDelivery): void {
     const s = this.s;
     const st = s.status;
-    const counts = (st.webhooks ??= { received: 0, duplicates: 0, late: 0 });
-    const id = `${d.source}:${d.deliveryId}`;
-    if (s.seenDeliveries.includes(id)) {
-      counts.duplicates++;
-      return;
-    }
-    s.seenDeliveries.push(id);
-    if (s.seenDeliveries.length > SEEN_DELIVERIES_LIMIT)
-      s.seenDeliveries.splice(0, s.seenDeliveries.length - SEEN_DELIVERIES_LIMIT);
+    const verdict = webhookVerdictOf(s, d);
+    if (verdict.kind === 'duplicate' || verdict.kind === 'ended') return;
+    s.seenDeliveries = rememberDelivery(s.seenDeliveries, d);
+    const counts = (st.webhooks ??= { received: 0, late: 0 });
     counts.received++;
-    const ended = finalPhases.has(st.phase);
-    const settled = ended || s.webhookVerdict !== undefined;
-    if (settled) counts.late++;
-    else if (d.state !== 'pending') s.webhookVerdict = d;
-    if (ended) return;
+    if (verdict.kind === 'late') counts.late++;
+    if (verdict.kind === 'settles') s.webhookVerdict = d;
     this.record({
       kind: 'webhook',
       attempt: st.attempts,
       startedAt: this.iso(),
-      evidence: { sent: 'yes', decision: settled ? `webhook_${d.state}_ignored` : `webhook_${d.state}` },
+      evidence: {
+        sent: 'yes',
+        decision: verdict.kind === 'late' ? `webhook_${d.state}_ignored` : `webhook_${d.state}`,
+      },
       webhook: { source: d.source, deliveryId: d.deliveryId, state: d.state, eventType: d.eventType },
     });
   }

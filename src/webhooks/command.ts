@@ -75,6 +75,7 @@ export async function webhooksCommand(argv: string[], config: RetryqConfig, io: 
       temporalTimeoutMs: config.webhooks.temporalTimeoutMs,
       onError: (message, err) =>
         io.err(`retryq webhooks: ${message}: ${err instanceof Error ? err.message : String(err)}`),
+      onIgnored: (line) => io.err(`retryq webhooks: ${line}`),
     });
     server = await startWebhookServer({ receiver, host: ip, port });
   } catch (err) {

@@ -120,11 +120,12 @@ export function mapDelivery(
     }
   }
 
+  // An event that names no idempotency key is not evidence for any intent, whatever its state says (or lacks):
+  // acknowledged and ignored, so the provider does not redeliver it for days.
   const keyValue = at(m.key);
   let key: string | undefined;
   if (keyValue === undefined || keyValue === null) {
-    if (problems.length === 0 && id.success)
-      return { kind: 'ignored', deliveryId: id.data, reason: 'the event names no idempotency key' };
+    if (id.success) return { kind: 'ignored', deliveryId: id.data, reason: 'the event names no idempotency key' };
   } else {
     const parsed = idempotencyKeySchema.safeParse(keyValue);
     if (parsed.success) key = parsed.data;

@@ -4,7 +4,7 @@
  * | metric | type | labels | meaning |
  * | --- | --- | --- | --- |
  * | `retryq_webhook_deliveries_total` | counter | `source`, `outcome` | deliveries answered, by {@link DeliveryOutcome} |
- * | `retryq_webhook_store_seconds` | histogram | `source` | time to store a delivery in Temporal (signal or record) |
+ * | `retryq_webhook_store_seconds` | histogram | `source` | time to store a delivery in Temporal (the intent's update, or the orphan record) |
  *
  * Labels hold configured source names and the fixed outcomes only (an unknown source is counted as `source=""`),
  * so cardinality stays bounded whatever is posted.
@@ -20,13 +20,13 @@ import { Counter, Histogram, Registry } from 'prom-client';
 
 /** What became of one delivery. */
 export const DeliveryOutcome = {
-  /** Signalled to a running intent (2xx). The intent deduplicates by delivery id. */
+  /** Recorded by a running intent: its `webhook` update was accepted (2xx). */
   stored: 'stored',
   /** No intent has the key: recorded as a `webhookOrphanWorkflow` (2xx). */
   orphan: 'orphan',
-  /** A redelivery of a recorded orphan (2xx, nothing changed). */
+  /** A redelivery the intent had already recorded (its update rejected), or of a recorded orphan (2xx, nothing written). */
   duplicate: 'duplicate',
-  /** The intent had already ended: nothing to change (2xx). */
+  /** The intent had already ended: nothing to change, nothing written (2xx). */
   late: 'late',
   /** An event type that is not evidence, or no idempotency key (2xx, nothing stored). */
   ignored: 'ignored',
@@ -59,7 +59,7 @@ export class WebhookMetrics {
     });
     this.#store = new Histogram({
       name: 'retryq_webhook_store_seconds',
-      help: 'Time to store a webhook delivery in Temporal (signal or orphan record), in seconds.',
+      help: 'Time to store a webhook delivery in Temporal (intent update or orphan record), in seconds.',
       labelNames: ['source'],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers: [this.registry],

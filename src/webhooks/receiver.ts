@@ -1,16 +1,19 @@
 /**
  * The webhook receiver: `POST /webhooks/<source>` → verify → map → store in Temporal → acknowledge.
  *
- * A 2xx means Temporal has durably accepted what the delivery needs (invariant 10):
- * - a delivery for a key whose intent runs is **signalled** to `intent:<key>` (`webhookSignal`); the intent
- *   deduplicates by delivery id in its own state, so a redelivery, through any receiver process, changes nothing;
+ * A 2xx means Temporal has durably stored what the delivery needs, or that nothing needs storing (invariant 10):
+ * - a delivery for a key whose intent runs is sent as the `webhook` **update** to `intent:<key>`
+ *   (`webhookUpdate`, waiting for its result). The intent's validator rejects a delivery id it has already recorded,
+ *   and a rejected update is not written to history: a redelivery, through any receiver process, is answered
+ *   `duplicate` and changes nothing. An accepted one is in history before the answer (`stored`);
  * - a delivery for a key with no intent never starts one: it is **recorded** as a `webhookOrphanWorkflow` whose
  *   workflow id `webhook-orphan:<source>:<deliveryId>` deduplicates it, searchable as `WebhookKey = "<key>"`;
- * - a delivery for an intent that already ended changes nothing and is acknowledged.
+ * - a delivery for an intent that has ended changes nothing and is acknowledged (`late`).
  *
- * Temporal unreachable (or not confirming within `temporalTimeoutMs`) → 503, nothing half-stored, and the provider
- * redelivers later. Forged or stale → 401; body over `maxBodyBytes` → 413; malformed JSON or a body that fails the
- * mapping → 400 naming the field path. Unknown event types and events without a key → 200, ignored and counted.
+ * Temporal unreachable, or not confirming within `temporalTimeoutMs` (an update also needs a workflow worker to
+ * validate it) → 503, and the provider redelivers later. Forged or stale → 401; body over `maxBodyBytes` → 413; a
+ * body that is not UTF-8, malformed JSON, or a body that fails the mapping → 400 naming the field path. Unknown
+ * event types and events without a key → 200, ignored, counted and told to `onIgnored`.
  *
  * Embeddable: {@link WebhookReceiver.handle} is a `node:http` request handler, and {@link WebhookReceiver.receive}
  * takes a raw body for frameworks that read it themselves.
@@ -26,7 +29,9 @@
  * }).listen(3000);
  * ```
  */
+import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
 import type { Client } from '@temporalio/client';
 import {
   WorkflowExecutionAlreadyStartedError,
@@ -35,10 +40,11 @@ import {
   WorkflowNotFoundError,
 } from '@temporalio/common';
 import { workflowIdOf } from '../client.js';
-import type { WebhookDelivery } from '../intent.js';
+import { WebhookRejection } from '../failures.js';
+import type { WebhookAck, WebhookDelivery } from '../intent.js';
 import { retryPhaseKey, webhookKeyKey } from '../search-attributes.js';
 import { taskQueues } from '../task-queues.js';
-import { webhookOrphanWorkflow, webhookSignal } from '../workflows/index.js';
+import { webhookOrphanWorkflow, webhookUpdate } from '../workflows/index.js';
 import { mapDelivery } from './mapping.js';
 import type { Problem } from '../errors.js';
 import { DeliveryOutcome, WebhookMetrics } from './metrics.js';
@@ -90,6 +96,11 @@ export interface WebhookReceiverOptions {
   clock?: () => number;
   /** Told about unexpected failures (never secrets or bodies). @default silent */
   onError?: (message: string, err: unknown) => void;
+  /**
+   * Told one line per verified delivery acknowledged without being stored because it is not evidence for an intent
+   * (an event type the mapping does not list, or no idempotency key); never bodies. @default silent
+   */
+  onIgnored?: (line: string) => void;
 }
 
 /** The workflow id that records (and deduplicates) a delivery whose key has no intent. */
@@ -118,6 +129,7 @@ export class WebhookReceiver {
   readonly #timeoutMs: number;
   readonly #clock: () => number;
   readonly #onError: (message: string, err: unknown) => void;
+  readonly #onIgnored: (line: string) => void;
 
   constructor(options: WebhookReceiverOptions) {
     this.#client = options.client;
@@ -141,6 +153,7 @@ export class WebhookReceiver {
     this.basePath = (options.basePath ?? '/webhooks').replace(/\/+$/, '');
     this.#clock = options.clock ?? Date.now;
     this.#onError = options.onError ?? (() => undefined);
+    this.#onIgnored = options.onIgnored ?? (() => undefined);
   }
 
   /** The configured source names. */
@@ -172,6 +185,15 @@ export class WebhookReceiver {
     for (const [k, v] of Object.entries(request.headers))
       headers[k.toLowerCase()] = typeof v === 'string' ? v : v === undefined ? undefined : v.join(', ');
 
+    // Before the signature: the Standard Webhooks package signs the body as text, so bytes that are not UTF-8
+    // would otherwise be answered 401 (no signature matches) although they were signed.
+    if (!isUtf8(request.body)) {
+      this.metrics.delivery(name, DeliveryOutcome.invalid);
+      return errorAnswer(400, WebhookErrorCode.invalidJson, 'The body is not UTF-8 text; nothing was stored.', [
+        { path: '$', message: 'must be JSON in UTF-8 (RFC 8259); the body holds bytes that are not valid UTF-8' },
+      ]);
+    }
+
     const verified = entry.verify({ headers, body: request.body, nowMs: this.#clock() });
     if (!verified.ok) {
       this.metrics.delivery(name, DeliveryOutcome.unauthorized);
@@ -184,10 +206,10 @@ export class WebhookReceiver {
 
     let json: unknown;
     try {
-      json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(request.body));
+      json = JSON.parse(request.body.toString('utf8'));
     } catch (err) {
       this.metrics.delivery(name, DeliveryOutcome.invalid);
-      const why = err instanceof TypeError ? 'it is not valid UTF-8' : (err as Error).message.slice(0, 200);
+      const why = (err as Error).message.slice(0, 200);
       return errorAnswer(400, WebhookErrorCode.invalidJson, 'The body is not JSON; nothing was stored.', [
         { path: '$', message: `must be JSON: ${why}` },
       ]);
@@ -206,6 +228,7 @@ export class WebhookReceiver {
     }
     if (mapped.kind === 'ignored') {
       this.metrics.delivery(name, DeliveryOutcome.ignored);
+      this.#onIgnored(`webhook ${mapped.deliveryId} from ${name} ignored: ${mapped.reason}`);
       return {
         status: 200,
         headers: {},
@@ -225,14 +248,18 @@ export class WebhookReceiver {
       return errorAnswer(
         503,
         WebhookErrorCode.temporalUnavailable,
-        `Temporal did not confirm the delivery (${err instanceof WebhookNotStoredError ? err.message : 'unexpected failure'}); nothing was stored. Deliver it again later.`,
+        `Temporal did not confirm the delivery (${err instanceof WebhookNotStoredError ? err.message : 'unexpected failure'}); it may not be stored. Deliver it again later: a redelivery of a delivery already stored changes nothing.`,
         undefined,
         { 'retry-after': '5' },
       );
     }
   }
 
-  /** Signals the running intent, or records the orphan, or notes that the intent has ended. */
+  /**
+   * Sends the delivery to the running intent as an update and waits for its result, or records the orphan, or
+   * notes that the intent has ended. Waiting for the result rather than for acceptance costs nothing more: the
+   * handler is synchronous, so acceptance and completion are written by the same workflow task.
+   */
   async #store(
     key: string,
     delivery: WebhookDelivery,
@@ -240,23 +267,39 @@ export class WebhookReceiver {
     const deadline = Date.now() + this.#timeoutMs;
     const inTime = <T>(fn: () => Promise<T>): Promise<T> =>
       this.#client.connection.withDeadline(deadline, fn).catch((err: unknown) => {
-        if (err instanceof WorkflowNotFoundError || err instanceof WorkflowExecutionAlreadyStartedError) throw err;
-        throw new WebhookNotStoredError(temporalReason(err));
+        if (
+          err instanceof WorkflowNotFoundError ||
+          err instanceof WorkflowExecutionAlreadyStartedError ||
+          err instanceof WorkflowUpdateFailedError
+        )
+          throw err;
+        throw new WebhookNotStoredError(
+          err instanceof WorkflowUpdateRPCTimeoutOrCancelledError ? 'no answer in time' : temporalReason(err),
+        );
       });
     const workflowId = workflowIdOf(key);
     const handle = this.#client.workflow.getHandle(workflowId);
     for (let tries = 0; tries < 2; tries++) {
       try {
-        await inTime(() => handle.signal(webhookSignal, delivery));
-        return { outcome: DeliveryOutcome.stored, workflowId };
+        const ack = await inTime(() => handle.executeUpdate(webhookUpdate, { args: [delivery] }));
+        return { outcome: DeliveryOutcome.stored, workflowId, detail: describeAck(ack) };
       } catch (err) {
+        const refused = refusalOf(err);
+        if (refused?.type === WebhookRejection.DeliverySeen)
+          return { outcome: DeliveryOutcome.duplicate, workflowId, detail: 'already recorded by the intent' };
+        if (refused?.type === WebhookRejection.IntentEnded)
+          return {
+            outcome: DeliveryOutcome.late,
+            workflowId,
+            detail: `the intent has already ended (${refused.phase ?? 'ended'})`,
+          };
         if (!(err instanceof WorkflowNotFoundError)) throw err;
       }
       // No running intent under the key: ended, or never there.
       let ended: string | undefined;
       try {
         const desc = await inTime(() => handle.describe());
-        if (desc.status.name === 'RUNNING') continue; // started in between: signal it
+        if (desc.status.name === 'RUNNING') continue; // started in between: send it there
         ended = desc.typedSearchAttributes.get(retryPhaseKey) ?? desc.status.name.toLowerCase();
       } catch (err) {
         if (!(err instanceof WorkflowNotFoundError)) throw err;
@@ -377,6 +420,29 @@ async function readBody(req: IncomingMessage, max: number): Promise<Buffer | 'to
 
 /** Bodies declared larger than this are not drained: the 413 closes the connection. */
 const DRAIN_LIMIT_BYTES = 16 * 1024 * 1024;
+
+/** The intent's reason for turning a delivery away, when `err` is that rejection (recognised by its `type`). */
+function refusalOf(err: unknown): { type: WebhookRejection; phase?: string } | undefined {
+  if (!(err instanceof WorkflowUpdateFailedError)) return undefined;
+  const cause = err.cause as { type?: unknown; details?: unknown } | undefined;
+  const type = cause?.type;
+  if (type !== WebhookRejection.DeliverySeen && type !== WebhookRejection.IntentEnded) return undefined;
+  const first: unknown = Array.isArray(cause?.details) ? (cause.details as unknown[])[0] : undefined;
+  const phase = (first as { phase?: unknown } | undefined)?.phase;
+  return { type, ...(typeof phase === 'string' ? { phase: phase.slice(0, 40) } : {}) };
+}
+
+/** What the intent did with a delivery it recorded, for the answer's `detail`. */
+function describeAck(ack: WebhookAck): string {
+  switch (ack.effect) {
+    case 'settles':
+      return 'recorded; it settles the intent';
+    case 'logged':
+      return `recorded; the intent stays ${ack.phase}`;
+    case 'late':
+      return 'recorded; an earlier delivery already settled the intent';
+  }
+}
 
 /** What went wrong talking to Temporal, in a few words (no addresses with credentials, no stack). */
 function temporalReason(err: unknown): string {

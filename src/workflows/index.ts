@@ -26,10 +26,10 @@ export {
   retryNowSignal,
   retryNowUpdate,
   statusQuery,
-  webhookSignal,
-  SEEN_DELIVERIES_LIMIT,
+  webhookUpdate,
   HEARTBEAT_TIMEOUT_MS,
 } from './intent.js';
+export { SEEN_DELIVERIES_LIMIT } from '../policy/webhook-deliveries.js';
 export type { IntentWorkflowOptions, CarriedState, RetryNowAnswer } from './intent.js';
 export {
   credentialWorkflow,

@@ -30,44 +30,30 @@ import {
   isCancellation,
   log,
   proxyActivities,
-  setCurrentDetails,
   setHandler,
-  upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type {
-  SearchAttributeKey,
-  SearchAttributeType,
-  SearchAttributeUpdatePair,
-} from '@temporalio/common/lib/search-attributes.js';
 import type { Activities, DispatchInput } from '../activities/index.js';
-import { IntentFailureType, answerFromFailure, holdFromFailure } from '../failures.js';
+import { IntentFailureType, WebhookRejection, answerFromFailure, holdFromFailure } from '../failures.js';
 import { Phase } from '../intent-status.js';
-import type { HeldAtSubmit, IntentOutcome, IntentSpec, IntentStatus, WebhookDelivery } from '../intent-status.js';
-import { initialState, isDuplicateDelivery, step } from '../policy/intent-machine.js';
-import type { IntentCommand, IntentCount, IntentEvent, IntentState } from '../policy/intent-machine.js';
-import { failureSentence, intentDetails, retryNowAnswer } from '../policy/intent-text.js';
+import type {
+  HeldAtSubmit,
+  IntentOutcome,
+  IntentSpec,
+  IntentStatus,
+  WebhookAck,
+  WebhookDelivery,
+} from '../intent-status.js';
+import { initialState, step, webhookVerdictOf } from '../policy/intent-machine.js';
+import { describeRefusal, isRefusal } from '../policy/webhook-deliveries.js';
+import type { IntentCommand, IntentEvent, IntentState } from '../policy/intent-machine.js';
+import { failureSentence, retryNowAnswer } from '../policy/intent-text.js';
 import type { RetryNowAnswer } from '../policy/intent-text.js';
 import { describeTarget } from '../intent-status.js';
-import {
-  credentialKey,
-  lastErrorCodeKey,
-  nextAttemptAtKey,
-  retryAttemptKey,
-  retryPhaseKey,
-} from '../search-attributes.js';
 import { taskQueues } from '../task-queues.js';
-import {
-  countAttempt,
-  countEnded,
-  countHeld,
-  countInspection,
-  countRateLimited,
-  countStalled,
-} from './intent-metrics.js';
+import { countOf, publishStatus } from './intent-visibility.js';
 
 export type { RetryNowAnswer };
-export { SEEN_DELIVERIES_LIMIT } from '../policy/intent-machine.js';
 
 /** Room for a call to wait for its send slot inside the activity (the load-control horizon). */
 const SLOT_WAIT_MS = 10_000;
@@ -80,8 +66,6 @@ const SLOT_WAIT_MS = 10_000;
 export const HEARTBEAT_TIMEOUT_MS = 5_000;
 /** Dispatches not started within this time are reported as stalled (status, UI, `LastErrorCode=no_worker`). */
 export const DEFAULT_STALL_AFTER_MS = 60_000;
-/** `LastErrorCode` of an intent whose dispatch no worker has started within the stall time. */
-const NO_WORKER_CODE = 'no_worker';
 
 /** Stops further dispatch and records why. An in-flight or unknown operation becomes a reservation. */
 export const cancelSignal = defineSignal<[{ reason?: string }]>('cancel');
@@ -96,9 +80,11 @@ export const statusQuery = defineQuery<IntentStatus>('status');
 export const retryNowUpdate = defineUpdate<RetryNowAnswer, []>('retryNowAndReport');
 /**
  * A verified webhook delivery for this intent's key (sent by the webhook receiver, never by a provider directly).
- * A final state settles an intent that has not ended without another provider call; nothing moves an ended intent.
+ * A final state settles an intent that has not ended without another provider call. The validator rejects a
+ * delivery id the intent recorded before, and any delivery for an ended intent (`WebhookRejection`): a rejected
+ * update writes nothing to history, so a provider that redelivers for days does not grow it.
  */
-export const webhookSignal = defineSignal<[WebhookDelivery]>('webhook');
+export const webhookUpdate = defineUpdate<WebhookAck, [WebhookDelivery]>('webhook');
 
 /** What the intent's history holds besides the intent: set only when there is something to say. */
 export interface IntentWorkflowOptions {
@@ -156,8 +142,29 @@ class IntentShell {
       this.feed({ type: 'retry_now' });
       return answer;
     });
-    setHandler(webhookSignal, (delivery) => {
-      if (!isDuplicateDelivery(this.state, delivery)) this.feed({ type: 'webhook', delivery });
+    setHandler(
+      webhookUpdate,
+      (delivery) => {
+        // Synchronous: the id is recorded before any other update of this task is validated.
+        this.refuse(delivery);
+        const verdict = webhookVerdictOf(this.state, delivery);
+        const phase = this.state.status.phase;
+        this.feed({ type: 'webhook', delivery });
+        return { effect: verdict.kind as WebhookAck['effect'], phase };
+      },
+      { validator: (delivery: WebhookDelivery) => this.refuse(delivery) },
+    );
+  }
+
+  /** Throws the rejection of a delivery the intent turns away (seen before, or the intent has ended). */
+  refuse(delivery: WebhookDelivery): void {
+    const verdict = webhookVerdictOf(this.state, delivery);
+    if (!isRefusal(verdict)) return;
+    throw ApplicationFailure.create({
+      type: verdict.kind === 'duplicate' ? WebhookRejection.DeliverySeen : WebhookRejection.IntentEnded,
+      message: describeRefusal(verdict),
+      details: verdict.kind === 'ended' ? [{ phase: verdict.phase }] : [],
+      nonRetryable: true,
     });
   }
 
@@ -165,12 +172,12 @@ class IntentShell {
   feed(event: IntentEvent): void {
     const result = step({ spec: this.spec, nowMs: Date.now(), random: Math.random }, this.state, event);
     this.state = result.state;
-    for (const c of result.counts) this.count(c);
+    for (const c of result.counts) countOf(this.spec.credential, c);
     for (const command of result.commands) {
       if (command.kind === 'abort_call') this.abortCall?.();
       else this.next = command;
     }
-    this.publish();
+    publishStatus(this.state, this.spec);
   }
 
   async run(): Promise<IntentOutcome> {
@@ -368,59 +375,6 @@ class IntentShell {
     // No stack trace: the failure is the intent's outcome, and the UI shows a stack as if the code had crashed.
     failure.stack = '';
     throw failure;
-  }
-
-  /**
-   * Search attributes and the UI's details. Upserts only the attributes whose values differ from what the run
-   * holds (the client's start values, or the previous run's), so a step that changes none adds no history event.
-   */
-  publish(): void {
-    const s = this.state.status;
-    const ev = s.lastEvidence;
-    const errorCode = ev
-      ? (ev.code ?? (ev.status ? `http_${ev.status}` : ev.transport ? `transport_${ev.transport}` : null))
-      : null;
-    const held = workflowInfo().typedSearchAttributes;
-    const updates: SearchAttributeUpdatePair[] = [];
-    const put = <T extends string | number | Date>(key: SearchAttributeKey<SearchAttributeType>, value: T | null) => {
-      const now = held.get(key) as T | undefined;
-      const same =
-        value === null
-          ? now === undefined
-          : value instanceof Date
-            ? now instanceof Date && now.getTime() === value.getTime()
-            : now === value;
-      if (!same) updates.push({ key, value } as SearchAttributeUpdatePair);
-    };
-    // A call about to start publishes with it: the phase between steps of one workflow task is not worth a write.
-    put(retryPhaseKey, s.phase);
-    put(retryAttemptKey, s.attempts);
-    put(credentialKey, s.credential);
-    put(nextAttemptAtKey, s.nextAttemptAt ? new Date(s.nextAttemptAt) : null);
-    // A stalled dispatch is found with LastErrorCode="no_worker"; the code goes once a worker has answered.
-    if (s.stalled) put(lastErrorCodeKey, NO_WORKER_CODE);
-    else if (errorCode !== null && ev?.decision !== 'success') put(lastErrorCodeKey, errorCode);
-    else if (held.get(lastErrorCodeKey) === NO_WORKER_CODE) put(lastErrorCodeKey, null);
-    if (updates.length > 0) upsertSearchAttributes(updates);
-    setCurrentDetails(intentDetails(this.state, this.spec, Date.now()));
-  }
-
-  count(c: IntentCount): void {
-    const credential = this.spec.credential;
-    switch (c.metric) {
-      case 'attempt':
-        return countAttempt(credential, c.decision);
-      case 'rate_limited':
-        return countRateLimited(credential, c.kind);
-      case 'inspection':
-        return countInspection(credential, c.result);
-      case 'held':
-        return countHeld(credential, c.reason);
-      case 'stalled':
-        return countStalled(credential);
-      case 'ended':
-        return countEnded(credential, c.phase);
-    }
   }
 }
 

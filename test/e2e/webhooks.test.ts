@@ -1,9 +1,12 @@
 /**
  * The webhook receiver against a real Temporal dev server, real HTTP and the provider simulator (invariant 10): a
- * webhook is acknowledged only after Temporal stored it; a duplicate delivery changes nothing; a delivery never
- * starts an intent or a dispatch. Real time; every wait is a few seconds at most.
+ * webhook is acknowledged only after Temporal stored it; a duplicate delivery changes nothing and writes nothing to
+ * the intent's history; a delivery never starts an intent or a dispatch. Real time; every wait is a few seconds at
+ * most.
  */
 import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import type { temporal } from '@temporalio/proto';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { afterEach, describe, expect, it } from 'vitest';
 import { workflowIdOf } from '../../src/client.js';
@@ -41,6 +44,32 @@ async function receiverFor(
 
 const deliveryId = () => `msg_${randomUUID()}`;
 
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+/** The intent's history as the server holds it. */
+async function historyOf(t: IntentTest, key: string): Promise<HistoryEvent[]> {
+  return (await t.env.client.workflow.getHandle(workflowIdOf(key)).fetchHistory()).events ?? [];
+}
+
+/** How many events of each kind the `webhook` updates wrote. */
+function updateEvents(events: HistoryEvent[]): {
+  admitted: number;
+  accepted: number;
+  rejected: number;
+  completed: number;
+} {
+  const named = (e: HistoryEvent) =>
+    e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name ??
+    e.workflowExecutionUpdateAdmittedEventAttributes?.request?.input?.name;
+  const webhook = events.filter((e) => named(e) === 'webhook' || e.workflowExecutionUpdateCompletedEventAttributes);
+  return {
+    admitted: webhook.filter((e) => e.workflowExecutionUpdateAdmittedEventAttributes).length,
+    accepted: webhook.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes).length,
+    rejected: events.filter((e) => e.workflowExecutionUpdateRejectedEventAttributes).length,
+    completed: webhook.filter((e) => e.workflowExecutionUpdateCompletedEventAttributes).length,
+  };
+}
+
 /** An intent that waits in backoff for ten minutes after a 503 (deadline 1 h): a webhook is its only way out. */
 async function waitingIntent(t: IntentTest): Promise<string> {
   const input = t.intent({ idempotencyKey: t.newKey('waiting') });
@@ -70,7 +99,12 @@ describe('a verified delivery for a running intent (invariant 10)', () => {
         const answer = await deliver(r.url(), id, simEvent(key, 'succeeded'));
         expect(answer).toEqual({
           status: 200,
-          json: { outcome: 'stored', deliveryId: id, workflowId: workflowIdOf(key) },
+          json: {
+            outcome: 'stored',
+            deliveryId: id,
+            workflowId: workflowIdOf(key),
+            detail: 'recorded; it settles the intent',
+          },
         });
         return t.client.result(key);
       },
@@ -81,7 +115,7 @@ describe('a verified delivery for a running intent (invariant 10)', () => {
       attempts: 1,
       resolvedByWebhook: { source: 'acme', deliveryId: id, state: 'succeeded' },
       result: { body: { charged: true, key }, webhook: { source: 'acme', deliveryId: id } },
-      webhooks: { received: 1, duplicates: 0, late: 0 },
+      webhooks: { received: 1, late: 0 },
     });
     expect(outcome.reservation).toBeUndefined();
     expect(outcome.finalReason).toContain(`webhook ${id}: succeeded`);
@@ -130,8 +164,9 @@ describe('a verified delivery for a running intent (invariant 10)', () => {
     const t = await h.setup();
     const r = await receiverFor(t);
     const id = deliveryId();
+    let key = '';
     const outcome = await t.run(async () => {
-      const key = await waitingIntent(t);
+      key = await waitingIntent(t);
       const answers = await Promise.all(
         Array.from({ length: 5 }, () => deliver(r.url(), id, simEvent(key, 'succeeded'))),
       );
@@ -139,11 +174,13 @@ describe('a verified delivery for a running intent (invariant 10)', () => {
       return t.client.result(key);
     });
     expect(outcome).toMatchObject({ phase: 'succeeded', attempts: 1, resolvedByWebhook: { deliveryId: id } });
-    // Four of the five reached the workflow before it ended and were recognised; a fifth may have found it ended.
-    const counts = outcome.webhooks!;
-    expect(counts.received).toBe(1);
-    expect(counts.duplicates + r.receiver.metrics.counts().late).toBe(4);
+    expect(outcome.webhooks).toEqual({ received: 1, late: 0 });
     expect(outcome.attemptLog.filter((a) => a.kind === 'webhook')).toHaveLength(1);
+    // One stored; the others were turned away as duplicates, or found the intent ended.
+    const counts = r.receiver.metrics.counts();
+    expect(counts.stored).toBe(1);
+    expect(counts.duplicate + counts.late).toBe(4);
+    expect(updateEvents(await historyOf(t, key))).toEqual({ admitted: 0, accepted: 1, rejected: 0, completed: 1 });
   });
 
   it('ends an intent in backoff as succeeded, and leaves it succeeded when an older pending or a failed delivery follows', async () => {
@@ -175,17 +212,29 @@ describe('a verified delivery for a running intent (invariant 10)', () => {
   it('keeps a running intent settled by the first final delivery: a later failed one is only noted', async () => {
     const t = await h.setup();
     const r = await receiverFor(t);
-    // No workflow worker while the deliveries arrive: both are stored in order before the workflow sees either.
-    const key = await t.run(() => waitingIntent(t));
+    // Both arrive while the attempt hangs: the first final state waits for the attempt to end, the second is noted.
+    const input = t.intent({ policy: { attemptTimeout: '5s' } });
+    const key = input.idempotencyKey;
+    t.sim.setScenario({ rules: [{ match: { idempotencyKey: key }, steps: [{ commitThen: 'timeout' }] }] });
     const first = deliveryId();
     const second = deliveryId();
-    expect((await deliver(r.url(), first, simEvent(key, 'succeeded'))).json).toMatchObject({ outcome: 'stored' });
-    expect((await deliver(r.url(), second, simEvent(key, 'failed'))).json).toMatchObject({ outcome: 'stored' });
-    const outcome = await t.run(() => t.client.result(key));
+    const outcome = await t.run(async () => {
+      await t.submit(input);
+      await t.waitForStatus(key, (s) => s.phase === 'dispatching', 'dispatching');
+      expect((await deliver(r.url(), first, simEvent(key, 'succeeded'))).json).toMatchObject({
+        outcome: 'stored',
+        detail: 'recorded; it settles the intent',
+      });
+      expect((await deliver(r.url(), second, simEvent(key, 'failed'))).json).toMatchObject({
+        outcome: 'stored',
+        detail: 'recorded; an earlier delivery already settled the intent',
+      });
+      return t.client.result(key);
+    });
     expect(outcome).toMatchObject({
       phase: 'succeeded',
       resolvedByWebhook: { deliveryId: first },
-      webhooks: { received: 2, duplicates: 0, late: 1 },
+      webhooks: { received: 2, late: 1 },
     });
     expect(outcome.attemptLog.filter((a) => a.kind === 'webhook').map((a) => a.evidence.decision)).toEqual([
       'webhook_succeeded',
@@ -219,13 +268,127 @@ describe('a verified delivery for a running intent (invariant 10)', () => {
     const id = deliveryId();
     await t.run(async () => {
       const key = await waitingIntent(t);
-      expect((await deliver(r.url(), id, simEvent(key, 'pending'))).json).toMatchObject({ outcome: 'stored' });
+      expect((await deliver(r.url(), id, simEvent(key, 'pending'))).json).toMatchObject({
+        outcome: 'stored',
+        detail: 'recorded; the intent stays waiting',
+      });
       const status = await t.waitForStatus(key, (s) => s.webhooks?.received === 1, 'one webhook recorded');
       expect(status.phase).toBe('waiting');
       expect(formatStatus(status)).toContain(`webhook ${id}: pending`);
       await t.client.cancel(key, 'test over');
       await t.client.result(key);
     });
+  });
+});
+
+describe('redeliveries of one delivery id (invariant 10: a duplicate writes nothing to the intent’s history)', () => {
+  it('records five sequential deliveries once: four answered duplicate, and the history does not grow after the first', async () => {
+    const t = await h.setup();
+    const r = await receiverFor(t);
+    const id = deliveryId();
+    await t.run(async () => {
+      // A pending state keeps the intent running, so every copy meets a live intent and its validator.
+      const key = await waitingIntent(t);
+      const first = await deliver(r.url(), id, simEvent(key, 'pending'));
+      expect(first.json).toMatchObject({ outcome: 'stored', workflowId: workflowIdOf(key) });
+      const afterFirst = await historyOf(t, key);
+      for (let i = 0; i < 4; i++) {
+        const again = await deliver(r.url(), id, simEvent(key, 'pending'));
+        expect(again).toEqual({
+          status: 200,
+          json: {
+            outcome: 'duplicate',
+            deliveryId: id,
+            workflowId: workflowIdOf(key),
+            detail: 'already recorded by the intent',
+          },
+        });
+      }
+      const afterAll = await historyOf(t, key);
+      expect(afterAll.map((e) => e.eventType)).toEqual(afterFirst.map((e) => e.eventType));
+      expect(updateEvents(afterAll)).toEqual({ admitted: 0, accepted: 1, rejected: 0, completed: 1 });
+      const status = await t.client.status(key);
+      expect(status).toMatchObject({ phase: 'waiting', webhooks: { received: 1, late: 0 } });
+      expect(status.attemptLog.filter((a) => a.kind === 'webhook')).toHaveLength(1);
+      await t.client.cancel(key, 'test over');
+      await t.client.result(key);
+    });
+    expect(r.receiver.metrics.counts()).toMatchObject({ stored: 1, duplicate: 4 });
+    const metrics = await (await fetch(`${r.server.url}/metrics`)).text();
+    expect(metrics).toContain('retryq_webhook_deliveries_total{source="acme",outcome="duplicate"} 4');
+  });
+
+  it('records five concurrent deliveries through two receivers once: one stored, four duplicates, one update in history', async () => {
+    const t = await h.setup();
+    // A second receiver process: its own connection to Temporal.
+    const connection = await Connection.connect({ address: t.env.address });
+    try {
+      const receivers = [
+        await receiverFor(t),
+        await receiverFor(t, { client: new Client({ connection, namespace: t.env.namespace ?? 'default' }) }),
+      ];
+      const id = deliveryId();
+      await t.run(async () => {
+        const key = await waitingIntent(t);
+        const answers = await Promise.all(
+          Array.from({ length: 5 }, (_, i) => deliver(receivers[i % 2]!.url(), id, simEvent(key, 'pending'))),
+        );
+        expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
+        const outcomes = answers.map((a) => a.json.outcome as string).sort();
+        expect(outcomes).toEqual(['duplicate', 'duplicate', 'duplicate', 'duplicate', 'stored']);
+        expect(updateEvents(await historyOf(t, key))).toEqual({ admitted: 0, accepted: 1, rejected: 0, completed: 1 });
+        const status = await t.client.status(key);
+        expect(status).toMatchObject({ phase: 'waiting', webhooks: { received: 1, late: 0 } });
+        expect(status.attemptLog.filter((a) => a.kind === 'webhook')).toHaveLength(1);
+        await t.client.cancel(key, 'test over');
+        await t.client.result(key);
+      });
+      const stored = receivers.map((r) => r.receiver.metrics.counts());
+      expect(stored.reduce((n, c) => n + c.stored, 0)).toBe(1);
+      expect(stored.reduce((n, c) => n + c.duplicate, 0)).toBe(4);
+    } finally {
+      await connection.close();
+    }
+  });
+
+  it('answers a delivery to an intent that has ended as late, writing nothing to its history', async () => {
+    const t = await h.setup();
+    const r = await receiverFor(t);
+    await t.run(async () => {
+      const key = await waitingIntent(t);
+      await t.client.cancel(key, 'done here');
+      await t.client.result(key).catch(() => undefined);
+      const before = await historyOf(t, key);
+      const answer = await deliver(r.url(), deliveryId(), simEvent(key, 'succeeded'));
+      expect(answer).toMatchObject({
+        status: 200,
+        json: { outcome: 'late', workflowId: workflowIdOf(key), detail: 'the intent has already ended (cancelled)' },
+      });
+      expect((await historyOf(t, key)).length).toBe(before.length);
+    });
+  });
+});
+
+describe('a delivery while no workflow worker runs (invariant 10)', () => {
+  it('is answered 503 (the intent cannot validate it), and its redelivery is recorded once a worker is back', async () => {
+    const t = await h.setup();
+    const r = await receiverFor(t, { temporalTimeoutMs: 1500 });
+    const key = await t.run(() => waitingIntent(t));
+    const id = deliveryId();
+    const down = await deliver(r.url(), id, simEvent(key, 'succeeded'));
+    expect(down.status).toBe(503);
+    expect(down.json).toMatchObject({ error: { code: 'webhook_temporal_unavailable' } });
+    const outcome = await t.run(async () => {
+      const again = await deliver(r.url(), id, simEvent(key, 'succeeded'));
+      expect(again.status).toBe(200);
+      // The copy Temporal held while no worker ran may have been recorded first: then this one is its duplicate, or
+      // finds the intent it settled already ended.
+      expect(['stored', 'duplicate', 'late']).toContain(again.json.outcome);
+      return t.client.result(key);
+    });
+    expect(outcome).toMatchObject({ phase: 'succeeded', resolvedByWebhook: { deliveryId: id } });
+    expect(outcome.webhooks).toEqual({ received: 1, late: 0 });
+    expect(updateEvents(await historyOf(t, key))).toEqual({ admitted: 0, accepted: 1, rejected: 0, completed: 1 });
   });
 });
 
@@ -259,8 +422,9 @@ describe('deliveries that are not verified (invariant 10)', () => {
       const status = await t.client.status(key);
       expect(status.phase).toBe('waiting');
       expect(status.webhooks).toBeUndefined();
-      const history = await t.env.client.workflow.getHandle(workflowIdOf(key)).fetchHistory();
-      expect(history.events?.some((e) => e.workflowExecutionSignaledEventAttributes)).toBe(false);
+      const history = await historyOf(t, key);
+      expect(updateEvents(history)).toEqual({ admitted: 0, accepted: 0, rejected: 0, completed: 0 });
+      expect(history.some((e) => e.workflowExecutionSignaledEventAttributes)).toBe(false);
       await expect(t.env.client.workflow.getHandle(workflowIdOf(orphanKey)).describe()).rejects.toBeInstanceOf(
         WorkflowNotFoundError,
       );
@@ -385,6 +549,56 @@ describe('deliveries the receiver cannot take', () => {
     const metrics = await (await fetch(`${r.server.url}/metrics`)).text();
     expect(metrics).toContain('retryq_webhook_deliveries_total{source="acme",outcome="too_large"} 1');
     expect(metrics).toContain('retryq_webhook_deliveries_total{source="acme",outcome="invalid"} 3');
+  });
+
+  it('acknowledges an event with neither key nor state as ignored, counting and logging it, and stores nothing', async () => {
+    const t = await h.setup();
+    const lines: string[] = [];
+    const r = await receiverFor(t, { onIgnored: (line) => lines.push(line) });
+    const id = deliveryId();
+    const answer = await deliver(r.url(), id, { type: 'operation.succeeded', operationId: 'op_1' });
+    expect(answer).toEqual({
+      status: 200,
+      json: { outcome: 'ignored', deliveryId: id, detail: 'the event names no idempotency key' },
+    });
+    expect(lines).toEqual([`webhook ${id} from acme ignored: the event names no idempotency key`]);
+    expect(r.receiver.metrics.counts()).toMatchObject({ ignored: 1, invalid: 0, stored: 0, orphan: 0 });
+  });
+
+  it('answers 400 to a body that is not UTF-8, even when it is correctly signed over its bytes', async () => {
+    const t = await h.setup();
+    const { createHmac } = await import('node:crypto');
+    const r = await receiverFor(t);
+    const id = deliveryId();
+    const body = Buffer.concat([
+      Buffer.from('{"idempotencyKey":"k","status":"succeeded","note":"'),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from('"}'),
+    ]);
+    const ts = String(Math.floor(Date.now() / 1000));
+    const key = Buffer.from(SOURCE_SECRET.slice('whsec_'.length), 'base64');
+    const signature = createHmac('sha256', key)
+      .update(Buffer.concat([Buffer.from(`${id}.${ts}.`), body]))
+      .digest('base64');
+    const answer = await post(
+      r.url(),
+      {
+        'content-type': 'application/json',
+        'webhook-id': id,
+        'webhook-timestamp': ts,
+        'webhook-signature': `v1,${signature}`,
+      },
+      body,
+    );
+    expect(answer.status).toBe(400);
+    expect(answer.json).toMatchObject({
+      error: {
+        code: 'webhook_invalid_json',
+        message: 'The body is not UTF-8 text; nothing was stored.',
+        problems: [{ path: '$', message: expect.stringContaining('not valid UTF-8') as unknown }],
+      },
+    });
+    expect(r.receiver.metrics.counts()).toMatchObject({ invalid: 1, unauthorized: 0, stored: 0 });
   });
 
   it('answers 404 for an unknown source and 405 for another method', async () => {

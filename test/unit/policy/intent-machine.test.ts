@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { CallDecision, CallEvidence, CredentialHold } from '../../../src/policy/call-outcome.js';
-import { initialState, isDuplicateDelivery, step } from '../../../src/policy/intent-machine.js';
+import { initialState, step, webhookVerdictOf } from '../../../src/policy/intent-machine.js';
 import type { InspectionAnswer, IntentCommand, IntentEvent, IntentState } from '../../../src/policy/intent-machine.js';
 import { failureSentence, intentDetails, retryNowAnswer } from '../../../src/policy/intent-text.js';
 import type { IntentSpec, WebhookDelivery } from '../../../src/intent-status.js';
@@ -335,18 +335,19 @@ describe('the intent state machine, cancel, retry now and webhooks', () => {
     expect(now.commands).toEqual([{ kind: 'dispatch', attempt: 2 }]);
   });
 
-  it('settles an intent from a webhook while it sleeps, and a duplicate delivery changes nothing', () => {
+  it('settles an intent from a webhook during its inspection, and turns away a duplicate or a delivery after the end', () => {
     let { state } = step(ctx(T0), initialState(spec), { type: 'started' });
     state = step(ctx(T0 + 100), state, dispatchEvent({ kind: 'unknown_outcome' })).state; // inspection starts
     const d: WebhookDelivery = { source: 'acme', deliveryId: 'dlv_1', state: 'succeeded', receivedAt: '' };
     const w = step(ctx(T0 + 200), state, { type: 'webhook', delivery: d });
     expect(w.commands).toEqual([{ kind: 'abort_call' }]);
-    expect(isDuplicateDelivery(w.state, d)).toBe(true);
+    expect(webhookVerdictOf(w.state, d).kind).toBe('duplicate');
     const end = step(ctx(T0 + 300), w.state, { type: 'inspected', answer: { kind: 'cancelled' } });
     expect(end.state.status).toMatchObject({ phase: 'succeeded', resolvedByWebhook: { deliveryId: 'dlv_1' } });
     const again = step(ctx(T0 + 400), end.state, { type: 'webhook', delivery: d });
     expect(again.commands).toEqual([]);
-    expect(again.state.status.webhooks).toMatchObject({ received: 1, duplicates: 1 });
+    expect(again.state.status.webhooks).toEqual({ received: 1, late: 0 });
+    expect(webhookVerdictOf(end.state, { ...d, deliveryId: 'dlv_2' }).kind).toBe('ended');
   });
 
   it('writes a failure sentence that names the reservation to reconcile', () => {

@@ -196,6 +196,19 @@ describe('mapping a delivery', () => {
     });
   });
 
+  it('ignores an event with neither key nor state, or with no key and a state it cannot read', () => {
+    const noKey = { kind: 'ignored', deliveryId: 'msg_1', reason: 'the event names no idempotency key' };
+    expect(mapDelivery(source, headers, { type: 'charge.updated', data: {} }, at)).toEqual(noKey);
+    expect(mapDelivery(source, headers, { type: 'charge.updated' }, at)).toEqual(noKey);
+    expect(mapDelivery(source, headers, { type: 'charge.updated', data: { status: 'exploded' } }, at)).toEqual(noKey);
+  });
+
+  it('still refuses an event with no key when its delivery id is missing: it cannot be acknowledged by id', () => {
+    const mapped = mapDelivery(source, {}, { type: 'charge.updated', data: {} }, at);
+    expect(mapped.kind).toBe('invalid');
+    expect(mapped.kind === 'invalid' ? mapped.problems.map((p) => p.path) : []).toContain('headers.webhook-id');
+  });
+
   it('names every problem by its path, with what was received', () => {
     const mapped = mapDelivery(
       source,
