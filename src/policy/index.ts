@@ -58,3 +58,29 @@ export {
   splitBudget,
   spreadWakeUp,
 } from './load.js';
+export type {
+  IgnoredField,
+  LearnedLimit,
+  LimitScope,
+  ParseRateLimitOptions,
+  RateLimitSource,
+  ResetForm,
+  StatedQuota,
+} from './rate-limit-headers.js';
+export {
+  describeLearnedLimit,
+  epochMillisecondsFrom,
+  epochSecondsFrom,
+  gateScopeOf,
+  maxBucketNameLength,
+  parseRateLimitHeaders,
+} from './rate-limit-headers.js';
+export type {
+  EffectiveBudget,
+  EffectiveBudgetOptions,
+  LearnMode,
+  LearnedGate,
+  LearnedGateOptions,
+  WindowBudget,
+} from './learned-limits.js';
+export { effectiveBudget, learnedGate } from './learned-limits.js';
