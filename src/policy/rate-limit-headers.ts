@@ -293,7 +293,7 @@ function currentPolicies(raw: string, ctx: Context): StatedQuota[] {
     } else {
       quotas.push({
         quota: q,
-        ...(w === undefined ? {} : { windowMs: Math.min(w * 1000, ctx.maxDelayMs) }),
+        ...(w === undefined ? {} : { windowMs: w * 1000 }),
         policy: name,
         field,
       });
@@ -345,7 +345,7 @@ function draftPolicies(field: string, items: SfItem[], raw: string, ctx: Context
     } else if (w === undefined || w === null || w < 1) {
       ctx.out.ignore(field, raw, `quota policy ${item.value.value}: w must be an Integer ≥ 1 (seconds)`);
     } else {
-      quotas.push({ quota: item.value.value, windowMs: Math.min(w * 1000, ctx.maxDelayMs), field });
+      quotas.push({ quota: item.value.value, windowMs: w * 1000, field });
     }
   }
   return quotas;
@@ -388,7 +388,7 @@ function readIetfDraft(h: Evidence['headers'], ctx: Context): Reading {
       if (windowed.length === 0) {
         quotas.push({
           quota: first.value.value,
-          ...(typeof w === 'number' && w >= 1 ? { windowMs: Math.min(w * 1000, ctx.maxDelayMs) } : {}),
+          ...(typeof w === 'number' && w >= 1 ? { windowMs: w * 1000 } : {}),
           field: 'RateLimit-Limit',
         });
       }
@@ -550,7 +550,7 @@ function readScope(h: Evidence['headers'], ctx: Context, bucketHeader: string | 
  * - `X-RateLimit-Reset` and `RateLimit-Reset`: below 10^9 delay-seconds, from 10^9 epoch seconds, from
  *   10^12 epoch ms; an epoch is measured against the response's `Date` when valid (else `now`), and an
  *   epoch in the past is ignored. With `X-RateLimit-Reset-After` too, the later reset wins.
- * - Resets are cut to `maxDelayMs`; windows to `maxDelayMs` as well.
+ * - Resets are cut to `maxDelayMs`. Windows are kept as stated: cutting one would raise the rate.
  * - Scope: the configured bucket header, else `X-RateLimit-Bucket`, else `X-RateLimit-Resource`; the
  *   first one present decides, and a malformed one (or a malformed `X-RateLimit-Global` /
  *   `X-RateLimit-Scope`) leaves the limit on the whole credential.
