@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseRateLimitHeaders } from '../../../src/policy/index.js';
-import { isScenarioError, parseScenario } from '../../../src/sim/index.js';
+import { isScenarioError, loadScenarioFile, parseScenario } from '../../../src/sim/index.js';
 import type { ScenarioInput } from '../../../src/sim/index.js';
 import { WriteLimits } from '../../../src/sim/write-limits.js';
 import { FakeClock, useSimHarness } from './sim-harness.js';
@@ -283,5 +283,34 @@ describe('scenario validation of rateLimit', () => {
     ],
   ])('refuses %j, naming the field and what is allowed', (rateLimit, message) => {
     expect(problems({ rateLimit })).toMatch(message);
+  });
+});
+
+describe('the shipped scenarios', () => {
+  it('learned-limits.yaml: a 60-per-minute token bucket of 10 that announces itself in IETF headers', async () => {
+    const scenario = await loadScenarioFile(
+      new URL('../../../src/sim/scenarios/learned-limits.yaml', import.meta.url).pathname,
+    );
+    const clock = new FakeClock();
+    const sim = await start({ now: clock.now, scenario });
+    expect(await statuses(sim, 11)).toEqual([...Array<number>(10).fill(201), 429]);
+    const res = await call(sim);
+    expect(parseRateLimitHeaders(res.headers, { nowMs: clock.t })).toMatchObject({
+      source: 'ietf',
+      limit: { quota: 60, windowMs: 60_000 },
+      remaining: 0,
+    });
+  });
+
+  it('route-buckets.yaml: two buckets of 60 on one key, named in X-RateLimit-Bucket', async () => {
+    const scenario = await loadScenarioFile(
+      new URL('../../../src/sim/scenarios/route-buckets.yaml', import.meta.url).pathname,
+    );
+    expect(scenario.rateLimit.buckets.map((b) => [b.name, b.perMinute])).toEqual([
+      ['charges', 60],
+      ['refunds', 60],
+    ]);
+    const sim = await start({ scenario });
+    expect((await call(sim, { path: '/v1/refunds' })).headers['x-ratelimit-bucket']).toBe('refunds');
   });
 });
