@@ -219,8 +219,10 @@ const apiKeySchema = strictObject({
   workspace: z.string().min(1).max(200).default('default'),
 });
 
-const limitAlgorithms = ['sliding-window', 'fixed-window', 'token-bucket'] as const;
-const limitHeaderFormats = ['none', 'ietf', 'ietf-draft', 'x-ratelimit-seconds', 'x-ratelimit-epoch'] as const;
+/** The write-limit algorithms (`rateLimit.algorithm`). */
+export const limitAlgorithms = ['sliding-window', 'fixed-window', 'token-bucket'] as const;
+/** The rate-limit header formats (`rateLimit.headers`). */
+export const limitHeaderFormats = ['none', 'ietf', 'ietf-draft', 'x-ratelimit-seconds', 'x-ratelimit-epoch'] as const;
 const bucketHeaders = ['X-RateLimit-Bucket', 'X-RateLimit-Resource', 'none'] as const;
 
 const routeBucketSchema = strictObject({
