@@ -1,6 +1,7 @@
 /**
- * The policy core of retryq: pure functions that read `Retry-After` and HTTP dates, classify the
- * evidence of a provider call, and schedule the next attempt. No I/O, no clock, no randomness of its
+ * The policy core of retryq: pure functions that read `Retry-After`, HTTP dates and the rate-limit
+ * headers (`RateLimit`, `RateLimit-Policy`, `X-RateLimit-*`), classify the evidence of a provider
+ * call, schedule the next attempt, and pace by the limits a provider states. No I/O, no clock, no randomness of its
  * own, no Temporal or Node imports, so the intent workflow, the activities and the synchronous proxy
  * all share it. Time (`now`) and randomness (`random`) are parameters.
  *
@@ -58,3 +59,29 @@ export {
   splitBudget,
   spreadWakeUp,
 } from './load.js';
+export type {
+  IgnoredField,
+  LearnedLimit,
+  LimitScope,
+  ParseRateLimitOptions,
+  RateLimitSource,
+  ResetForm,
+  StatedQuota,
+} from './rate-limit-headers.js';
+export {
+  describeLearnedLimit,
+  epochMillisecondsFrom,
+  epochSecondsFrom,
+  gateScopeOf,
+  maxBucketNameLength,
+  parseRateLimitHeaders,
+} from './rate-limit-headers.js';
+export type {
+  EffectiveBudget,
+  EffectiveBudgetOptions,
+  LearnMode,
+  LearnedGate,
+  LearnedGateOptions,
+  WindowBudget,
+} from './learned-limits.js';
+export { effectiveBudget, learnedGate } from './learned-limits.js';

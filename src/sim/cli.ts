@@ -5,7 +5,14 @@
 import { parseArgs } from 'node:util';
 import { UsageError } from '../errors.js';
 import { untilStopped } from '../stop-signals.js';
-import { isScenarioError, loadScenarioFile, parseScenario, patchScenario } from './scenario.js';
+import {
+  isScenarioError,
+  limitAlgorithms,
+  limitHeaderFormats,
+  loadScenarioFile,
+  parseScenario,
+  patchScenario,
+} from './scenario.js';
 import type { Scenario, ScenarioPatch } from './scenario.js';
 import { startProviderSim } from './server.js';
 
@@ -20,6 +27,8 @@ Options:
   --scenario FILE                   scenario file (.json, .yaml or .yml)
   --rate-limit-per-minute N         default write limit per API key per minute
   --retry-after-format FORMAT       seconds | http-date
+  --rate-limit-algorithm ALG        sliding-window | fixed-window | token-bucket
+  --rate-limit-headers FORMAT       none | ietf | ietf-draft | x-ratelimit-seconds | x-ratelimit-epoch
   --clock-offset-ms N               server clock skew in ms (negative: --clock-offset-ms=-1500)
   --webhook-url URL                 where to POST completion webhooks
   -h, --help                        show this help
@@ -43,6 +52,14 @@ function integerFlag(name: string, raw: string, min: number, max: number): numbe
   return value;
 }
 
+function oneOfFlag<T extends string>(name: string, raw: string, allowed: readonly T[]): T {
+  const found = allowed.find((a) => a === raw);
+  if (found === undefined) {
+    throw new UsageError({ path: `--${name}`, message: `expects one of ${allowed.join(', ')}`, received: raw });
+  }
+  return found;
+}
+
 /** Parses argv (without node and the script). Throws `UsageError`. */
 export function parseProviderSimArgs(argv: readonly string[]): ProviderSimCliOptions {
   let values;
@@ -57,6 +74,8 @@ export function parseProviderSimArgs(argv: readonly string[]): ProviderSimCliOpt
         scenario: { type: 'string' },
         'rate-limit-per-minute': { type: 'string' },
         'retry-after-format': { type: 'string' },
+        'rate-limit-algorithm': { type: 'string' },
+        'rate-limit-headers': { type: 'string' },
         'clock-offset-ms': { type: 'string' },
         'webhook-url': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -79,6 +98,12 @@ export function parseProviderSimArgs(argv: readonly string[]): ProviderSimCliOpt
     }
     overrides.retryAfterFormat = format;
   }
+  const rateLimit: Partial<Scenario['rateLimit']> = {};
+  const algorithm = values['rate-limit-algorithm'];
+  if (algorithm !== undefined) rateLimit.algorithm = oneOfFlag('rate-limit-algorithm', algorithm, limitAlgorithms);
+  const headers = values['rate-limit-headers'];
+  if (headers !== undefined) rateLimit.headers = oneOfFlag('rate-limit-headers', headers, limitHeaderFormats);
+  if (Object.keys(rateLimit).length > 0) overrides.rateLimit = rateLimit;
   const offset = values['clock-offset-ms'];
   if (offset !== undefined) {
     overrides.clockOffsetMs = integerFlag('clock-offset-ms', offset, -365 * 86_400_000, 365 * 86_400_000);
@@ -115,7 +140,11 @@ export interface ProviderSimCliIo {
 
 async function loadScenario(options: ProviderSimCliOptions): Promise<Scenario> {
   const base = options.scenarioFile === undefined ? parseScenario({}) : await loadScenarioFile(options.scenarioFile);
-  return patchScenario(base, options.overrides, 'flags');
+  const { rateLimit, ...rest } = options.overrides;
+  // `rateLimit` flags set single fields inside it; the file's other rateLimit fields (buckets, …) stay.
+  const patch: ScenarioPatch =
+    rateLimit === undefined ? rest : { ...rest, rateLimit: { ...base.rateLimit, ...rateLimit } };
+  return patchScenario(base, patch, 'flags');
 }
 
 /** Runs the CLI; resolves with the exit code (0 after a clean shutdown, 2 for usage errors, 1 otherwise). */

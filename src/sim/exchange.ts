@@ -28,6 +28,8 @@ export interface Exchange {
   keyId: string | undefined;
   /** Whether this is a `/v1` request (counted in metrics). */
   counted: boolean;
+  /** Headers every answer to this request carries (the rate-limit headers of an admitted write). */
+  headers?: Record<string, string> | undefined;
 }
 
 /** Largest request body the simulator reads. */
@@ -64,7 +66,7 @@ export function send(exchange: Exchange, answer: Answer, serverNowMs: number, me
   res.setHeader('Content-Type', 'application/json');
   res.setHeader('Date', formatImfFixdate(answer.serverNowMs ?? serverNowMs));
   res.setHeader('Request-Id', exchange.requestId);
-  for (const [name, value] of Object.entries(answer.headers ?? {})) res.setHeader(name, value);
+  for (const [name, value] of Object.entries({ ...exchange.headers, ...answer.headers })) res.setHeader(name, value);
   res.setHeader('Content-Length', Buffer.byteLength(payload));
   res.end(payload);
   if (exchange.counted) metrics.answer(exchange.keyId, answer.status);

@@ -12,6 +12,8 @@ import type { OperationError, StoredOperation } from './operation-store.js';
 import { errorAnswer, ProviderErrorCode } from './provider-errors.js';
 import type { ProviderState, ResolvedKey } from './state.js';
 import { applyStep, rateLimited, scripted } from './steps.js';
+import { bucketOf, limitHeaders } from './write-limits.js';
+import type { LimitSpec, ReportedLimit } from './write-limits.js';
 
 /** A parsed, admitted operation request. */
 interface OperationRequest {
@@ -49,12 +51,7 @@ export async function handleWrite(state: ProviderState, exchange: Exchange, key:
     );
     return;
   }
-  const limit = key.rateLimitPerMinute ?? state.scenario.rateLimitPerMinute;
-  const admission = state.limiter.take(`write\u0000${key.id}`, limit, state.now());
-  if (!admission.admitted) {
-    state.send(exchange, rateLimited(state, limit, admission.waitMs, 'Rate limit'));
-    return;
-  }
+  if (!admitWrite(state, exchange, key)) return;
   let request: unknown = null;
   if (text.trim() !== '') {
     try {
@@ -78,6 +75,61 @@ export async function handleWrite(state: ProviderState, exchange: Exchange, key:
     (delayMs) => execute(state, op, delayMs),
     (error, answer) => recordFailure(state, op, error, answer),
   );
+}
+
+/**
+ * The write limits: the route bucket the write falls in (if any), then the key's own limit. A refusal
+ * answers 429 (the key's own limit flagged `X-RateLimit-Global: true` when buckets are configured);
+ * an admission records the write in both and puts the rate-limit headers on whatever answer follows.
+ */
+function admitWrite(state: ProviderState, exchange: Exchange, key: ResolvedKey): boolean {
+  const { rateLimit } = state.scenario;
+  const nowMs = state.now();
+  const keyLimit: LimitSpec = {
+    algorithm: rateLimit.algorithm,
+    perMinute: key.rateLimitPerMinute ?? state.scenario.rateLimitPerMinute,
+    burst: rateLimit.burst,
+  };
+  const keyName = `write\u0000${key.id}`;
+  const bucket = bucketOf(rateLimit.buckets, exchange.method, exchange.path);
+  const bucketLimit: LimitSpec | undefined = bucket && {
+    algorithm: rateLimit.algorithm,
+    perMinute: bucket.perMinute,
+    burst: bucket.burst,
+  };
+  const bucketName = bucket && `${keyName}\u0000${bucket.name}`;
+  const named: Record<string, string> =
+    bucket && rateLimit.bucketHeader !== 'none' ? { [rateLimit.bucketHeader]: bucket.name } : {};
+
+  const refuse = (limit: LimitSpec, waitMs: number, name: string, extra: Record<string, string>, what: string) => {
+    const answer = rateLimited(state, limit.perMinute, waitMs, what);
+    const serverNowMs = answer.serverNowMs ?? state.serverNow();
+    const report: ReportedLimit = { name, perMinute: limit.perMinute, remaining: 0, resetMs: waitMs };
+    answer.headers = { ...limitHeaders(rateLimit.headers, [report], serverNowMs), ...extra, ...answer.headers };
+    state.send(exchange, answer);
+    return false;
+  };
+
+  if (bucket && bucketLimit && bucketName) {
+    const verdict = state.writeLimits.check(bucketName, bucketLimit, nowMs);
+    if (!verdict.admitted)
+      return refuse(bucketLimit, verdict.waitMs, bucket.name, named, `Rate limit of bucket ${bucket.name}`);
+  }
+  const keyVerdict = state.writeLimits.check(keyName, keyLimit, nowMs);
+  if (!keyVerdict.admitted) {
+    const global: Record<string, string> =
+      rateLimit.buckets.length > 0 && rateLimit.bucketHeader !== 'none' ? { 'X-RateLimit-Global': 'true' } : {};
+    return refuse(keyLimit, keyVerdict.waitMs, 'default', global, 'Rate limit');
+  }
+  const reports: ReportedLimit[] = [];
+  if (bucket && bucketLimit && bucketName) {
+    const v = state.writeLimits.commit(bucketName, bucketLimit, nowMs);
+    reports.push({ name: bucket.name, perMinute: bucketLimit.perMinute, remaining: v.remaining, resetMs: v.resetMs });
+  }
+  const v = state.writeLimits.commit(keyName, keyLimit, nowMs);
+  reports.push({ name: 'default', perMinute: keyLimit.perMinute, remaining: v.remaining, resetMs: v.resetMs });
+  exchange.headers = { ...limitHeaders(rateLimit.headers, reports, state.serverNow()), ...named };
+  return true;
 }
 
 /** The normal handling of an admitted write: idempotency, spending gates, execution. */

@@ -219,6 +219,70 @@ const apiKeySchema = strictObject({
   workspace: z.string().min(1).max(200).default('default'),
 });
 
+/** The write-limit algorithms (`rateLimit.algorithm`). */
+export const limitAlgorithms = ['sliding-window', 'fixed-window', 'token-bucket'] as const;
+/** The rate-limit header formats (`rateLimit.headers`). */
+export const limitHeaderFormats = ['none', 'ietf', 'ietf-draft', 'x-ratelimit-seconds', 'x-ratelimit-epoch'] as const;
+const bucketHeaders = ['X-RateLimit-Bucket', 'X-RateLimit-Resource', 'none'] as const;
+
+const routeBucketSchema = strictObject({
+  /** The bucket's name, sent in the bucket header and as the IETF policy name. */
+  name: z
+    .string()
+    .min(1)
+    .max(64)
+    .regex(/^[A-Za-z0-9._~-]+$/, 'expected a bucket name of letters, digits and . _ ~ -'),
+  /** Writes whose path starts with this fall in the bucket. */
+  pathPrefix: z.string().startsWith('/', "expected a path starting with '/'"),
+  /** Only writes of this method or these methods. @default every write method */
+  method: ruleMethodSchema.optional(),
+  /** Writes per minute in this bucket, per key. */
+  perMinute: z
+    .int({
+      error: (issue) => (issue.input === undefined ? 'required: writes per minute, a whole number ≥ 1' : undefined),
+    })
+    .min(1)
+    .max(1_000_000),
+  /** Token bucket only: writes at once. @default perMinute */
+  burst: positiveInt.max(1_000_000).optional(),
+});
+
+/** How the provider limits writes and what it says about it (see docs/provider-sim.md, "Rate limit"). */
+const rateLimitSchema = strictObject({
+  /** How writes are counted. @default 'sliding-window' */
+  algorithm: z.enum(limitAlgorithms, `expected one of ${limitAlgorithms.join(', ')}`).default('sliding-window'),
+  /** Token bucket only: how many writes may come at once, per key. @default the key's limit per minute */
+  burst: positiveInt.max(1_000_000).optional(),
+  /** Rate-limit headers on every write answer. @default 'none' */
+  headers: z.enum(limitHeaderFormats, `expected one of ${limitHeaderFormats.join(', ')}`).default('none'),
+  /** The header naming a write's bucket; `none` sends no bucket and no global flag. @default 'X-RateLimit-Bucket' */
+  bucketHeader: z.enum(bucketHeaders, `expected one of ${bucketHeaders.join(', ')}`).default('X-RateLimit-Bucket'),
+  /** Route buckets, each with its own limit per key; the first match wins. @default [] */
+  buckets: z.array(routeBucketSchema).max(100).default([]),
+}).superRefine((limits, ctx) => {
+  const seen = new Set<string>();
+  limits.buckets.forEach((b, i) => {
+    if (seen.has(b.name)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['buckets', i, 'name'],
+        message: 'duplicate bucket name; names must be unique',
+      });
+    }
+    seen.add(b.name);
+    if (b.burst !== undefined && limits.algorithm !== 'token-bucket') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['buckets', i, 'burst'],
+        message: "burst applies only to algorithm 'token-bucket'",
+      });
+    }
+  });
+  if (limits.burst !== undefined && limits.algorithm !== 'token-bucket') {
+    ctx.addIssue({ code: 'custom', path: ['burst'], message: "burst applies only to algorithm 'token-bucket'" });
+  }
+});
+
 /** The scenario schema (input: what authors write; output: with defaults filled in). */
 export const scenarioSchema = strictObject({
   /** API keys the provider accepts. @default one key `sk_test_acme` with id `acme-prod` */
@@ -226,8 +290,13 @@ export const scenarioSchema = strictObject({
     .array(apiKeySchema)
     .min(1, 'expected at least one API key')
     .default([{ key: 'sk_test_acme', id: 'acme-prod', permission: 'allowed', workspace: 'default' }]),
-  /** Default write limit per key per minute (sliding 60 s window). @default 600 */
+  /** Default write limit per key per minute (over 60 s, counted as `rateLimit.algorithm` says). @default 600 */
   rateLimitPerMinute: positiveInt.max(1_000_000).default(600),
+  /**
+   * How writes are limited (sliding window, fixed window or token bucket), which rate-limit headers
+   * answers carry, and per-route buckets. @default sliding window, no headers, no buckets
+   */
+  rateLimit: rateLimitSchema.prefault({}),
   /** Default status-endpoint read budget per key per minute. @default 300 */
   inspectPerMinute: positiveInt.max(1_000_000).default(300),
   /** How the admission gate writes `Retry-After` on its 429s. @default 'seconds' */
@@ -316,6 +385,8 @@ export type Scenario = z.output<typeof scenarioSchema>;
 export type ScenarioPatch = Partial<ScenarioInput>;
 /** One configured API key (validated). */
 export type ApiKeyConfig = Scenario['keys'][number];
+/** How writes are limited (validated). */
+export type RateLimitConfig = Scenario['rateLimit'];
 /** One rule (validated). */
 export type Rule = Scenario['rules'][number];
 

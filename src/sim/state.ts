@@ -9,6 +9,7 @@ import { SlidingWindowLimiter, SpendingLedger } from './admission.js';
 import type { Answer, Exchange } from './exchange.js';
 import { hold, resetSocket, send } from './exchange.js';
 import { MetricsRecorder } from './metrics.js';
+import { WriteLimits } from './write-limits.js';
 import type { RequestCounters } from './metrics.js';
 import { OperationStore } from './operation-store.js';
 import { RuleBook } from './rules.js';
@@ -71,7 +72,10 @@ export class ProviderState {
   metrics = new MetricsRecorder();
   /** When scenario time (bursts, outages) started, on the simulator clock. */
   epochMs: number;
+  /** Status-endpoint reads per key (a sliding window). */
   readonly limiter = new SlidingWindowLimiter(60_000);
+  /** Writes per key and per route bucket, by the scenario's algorithm. */
+  readonly writeLimits = new WriteLimits();
   readonly ledger = new SpendingLedger();
   readonly webhooks = new WebhookSender();
   /** Aborts when the simulator closes: delays end at once. */
@@ -115,6 +119,7 @@ export class ProviderState {
     this.store = new OperationStore(this.scenario.maxOperations);
     this.metrics = new MetricsRecorder();
     this.limiter.clear();
+    this.writeLimits.clear();
     this.ledger.clear();
     this.rules = new RuleBook(this.scenario.rules);
     this.epochMs = this.now();

@@ -53,6 +53,11 @@ describe('provider-sim flags', () => {
     [['--rate-limit-per-minute', '0'], /--rate-limit-per-minute expects an integer from 1/],
     [['--retry-after-format', 'minutes'], /--retry-after-format expects 'seconds' or 'http-date' \(got "minutes"\)/],
     [['--webhook-url', 'nope'], /--webhook-url expects an http/],
+    [
+      ['--rate-limit-algorithm', 'leaky'],
+      /--rate-limit-algorithm expects one of sliding-window, fixed-window, token-bucket \(got "leaky"\)/,
+    ],
+    [['--rate-limit-headers', 'x-ratelimit'], /--rate-limit-headers expects one of none, ietf, ietf-draft/],
     [['--colour'], /Unknown option '--colour'/],
     [['extra'], /Unexpected argument 'extra'/],
     [['--clock-offset-ms', '-5'], /--clock-offset-ms=-XYZ/],
@@ -102,6 +107,28 @@ describe('runProviderSimCli', () => {
     const res = await request(`${url}/_sim/scenario`);
     const scenario = (await res.body.json()) as { rateLimitPerMinute: number; retryAfterFormat: string };
     expect(scenario).toMatchObject({ rateLimitPerMinute: 42, retryAfterFormat: 'http-date' });
+    stop();
+    expect(await exit).toBe(0);
+  });
+});
+
+describe('runProviderSimCli with rate-limit flags', () => {
+  it('sets the algorithm and headers inside rateLimit and keeps the file’s buckets', async () => {
+    const out: string[] = [];
+    let stop!: () => void;
+    const shutdown = new Promise<void>((resolve) => (stop = resolve));
+    const bucketsPath = fileURLToPath(new URL('../../../src/sim/scenarios/route-buckets.yaml', import.meta.url));
+    const exit = runProviderSimCli(
+      ['--scenario', bucketsPath, '--rate-limit-algorithm', 'token-bucket', '--rate-limit-headers', 'ietf'],
+      { stdout: (l) => out.push(l), stderr: () => undefined, shutdown },
+    );
+    for (let i = 0; i < 500 && out.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    const res = await request(`${out[0] ?? ''}/_sim/scenario`);
+    const scenario = (await res.body.json()) as {
+      rateLimit: { algorithm: string; headers: string; buckets: unknown[] };
+    };
+    expect(scenario.rateLimit).toMatchObject({ algorithm: 'token-bucket', headers: 'ietf' });
+    expect(scenario.rateLimit.buckets).toHaveLength(2);
     stop();
     expect(await exit).toBe(0);
   });
