@@ -235,7 +235,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
     // the entity's code (`bundleOptions('credential')`), with a small heap. Not on the main thread (the SDK's `debugMode`,
     // as before): there the SDK installs a promise hook for the whole thread, so every promise of the dispatch
     // activities, the SDK's own plumbing and load control paid for it — 17 % of the worker's CPU per held intent
-    // (docs/benchmarks.md, "Session 7"). In a thread, the entity code also runs under the SDK's 5 s limit per
+    // (docs/benchmarks.md, "Volume"). In a thread, the entity code also runs under the SDK's 5 s limit per
     // activation, as every workflow should.
     if (loadControl && entityBundle) {
       const entities = Math.max(2, config.credentials.length);
