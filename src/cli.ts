@@ -234,7 +234,8 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
       taskQueuePrefix: config.taskQueuePrefix,
       requireServedCredential: false,
     });
-    const runId = new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+    // yymmdd-hhmmss: unique per run, short enough for the summary's lines.
+    const runId = new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(2, 15);
     demoDone = runDemo({
       rq,
       sim,
