@@ -304,8 +304,8 @@ const temporalSettings = [
     owner: 'Temporal connection',
     schema: undefined,
     default: undefined,
-    unset: '`127.0.0.1:7233` (`RETRYQ_DEV_IP`:`RETRYQ_DEV_PORT`), where `retryq dev` serves',
-    doc: 'host:port of the Temporal server: a cluster, Temporal Cloud, or `npx retryq dev`; set, `retryq dev` starts no server',
+    unset: '`127.0.0.1:7233`',
+    doc: 'host:port of the Temporal server: a cluster or Temporal Cloud; unset, `RETRYQ_DEV_IP`:`RETRYQ_DEV_PORT`, where `npx retryq dev` serves; set, `retryq dev` starts no server',
     readBy: envconfig,
   }),
   setting({
@@ -499,8 +499,8 @@ export const settings = {
       .transform(Number)
       .pipe(z.number().max(65535, 'must be a TCP port, an integer from 1 to 65535, or 0 (off)')),
     default: undefined,
-    unset: '`9464` (`retryq worker` and `retryq dev`); a worker built in code serves none',
-    doc: "the workers' Prometheus metrics at `/metrics`, retryq's and the SDK's; `0`: off; a port in use is reported and the workers run anyway ([metrics](operations.md#metrics))",
+    unset: '`9464`',
+    doc: "port of the Prometheus metrics (`/metrics`) of `retryq worker` and `retryq dev` (a worker built in code serves none); `0`: off ([metrics](operations.md#metrics))",
   }),
   dataDir: setting({
     name: 'RETRYQ_DATA_DIR',
