@@ -500,7 +500,7 @@ export const settings = {
       .pipe(z.number().max(65535, 'must be a TCP port, an integer from 1 to 65535, or 0 (off)')),
     default: undefined,
     unset: '`9464`',
-    doc: "port of the Prometheus metrics (`/metrics`) of `retryq worker` and `retryq dev` (a worker built in code serves none); `0`: off ([metrics](operations.md#metrics))",
+    doc: 'port of the Prometheus metrics (`/metrics`) of `retryq worker` and `retryq dev` (a worker built in code serves none); `0`: off ([metrics](operations.md#metrics))',
   }),
   dataDir: setting({
     name: 'RETRYQ_DATA_DIR',

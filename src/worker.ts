@@ -53,7 +53,8 @@ import { retryqWords } from './validation-words.js';
 /** Validation messages in retryq's words; the value found is in each problem's `received`. */
 const wordsBesideReceived = retryqWords({ sayFound: false });
 
-export { CONFIG_VARIABLES, loadConfig, resolveSecrets } from './config.js';
+export { CONFIG_SETTINGS, CONFIG_VARIABLES, loadConfig, resolveSecrets } from './config.js';
+export type { Setting } from './settings.js';
 export type { CredentialConfig, RetryqConfig, TemporalConfig, WorkerTuning } from './config.js';
 export { defaultWorkerTuning } from './config.js';
 export { ConfigError, TemporalUnreachableError } from './errors.js';
