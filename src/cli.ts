@@ -251,6 +251,7 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
           client: dev.client,
           prefix: config.taskQueuePrefix,
           credentials: [demoCredential()],
+          discover: false,
         });
         return row ? credentialLine(row) : undefined;
       },
