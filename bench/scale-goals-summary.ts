@@ -3,8 +3,8 @@
  * functions, so that the rule that turns runs into a verdict is tested (test/unit/bench-scale-goals.test.ts).
  *
  * A ratio goal (settle, `submit`, throughput) is judged on the median of the runs' ratios: each ratio was measured
- * side by side within its run, and one run's ratio is known to about ±15 % on this kind of machine (docs/benchmarks.md,
- * session 10: two sides running the same retryq code measured 15 % apart in one run), so the median of three is the figure that says where retryq stands, and every run's figure
+ * side by side within its run, and one run's ratio is known to about ±15 % on this kind of machine (two sides
+ * running the same retryq code measured 15 % apart in one run), so the median of three is the figure that says where retryq stands, and every run's figure
  * is printed next to it. A bound that is not a ratio (memory) is judged on the worst run, and the wake-up storm's
  * goal must hold in every run.
  */

@@ -279,7 +279,7 @@ async function startEnv(): Promise<Env> {
     cliPath: cli.path,
     logLevel: 'error',
     // What `retryq dev` runs: search-attribute definitions cached, as on a production server. `BENCH_SA_REFRESH_ON_READ=1`:
-    // read from the database on every start and upsert, the Temporal CLI's own dev-server default (sessions ≤ 15).
+    // read from the database on every start and upsert, the Temporal CLI's own dev-server default.
     refreshSearchAttributesOnRead: process.env['BENCH_SA_REFRESH_ON_READ'] === '1',
     extraArgs: [
       '--metrics-port',
@@ -763,8 +763,8 @@ async function throughput(provider: Provider) {
     const rate = (side: string) => rounds.filter((x) => x['side'] === side).map((x) => x['completedPerS'] as number);
     /** Rate by rate, `side` over `baseline` (the two batches of a round ran back to back). */
     const pairs = (side: string, baseline = 'bare') => rate(side).map((x, i) => x / rate(baseline)[i]!);
-    // Part b's medians are the lower middle value of an even count (percentile 50), as in every earlier session's
-    // figures, so that they stay comparable; part a's `median` takes the mean of the two middle values.
+    // Part b's medians are the lower middle value of an even count (percentile 50), so that figures from
+    // different runs stay comparable; part a's `median` takes the mean of the two middle values.
     const lowerMedian = (xs: number[]) => percentile(xs, 50);
     const sample = retryq.client.workflow.getHandle(workflowIdOf('b-0-retryq-0'));
     const bareSample = env.client.workflow.getHandle('b-0-bare-0');

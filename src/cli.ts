@@ -17,7 +17,8 @@
  * retryq webhooks [--port N]        the webhook receiver (POST /webhooks/<source>)
  * retryq doctor                    which Temporal binaries are used, and their versions
  * ```
- * Every command that reads takes `--json`. Exit codes: 0 ok, 1 failure, 2 usage or invalid intent, 3 no such
+ * Every command that reads takes `--json`: stdout then holds exactly one JSON document, also when there is nothing
+ * to do (`cancel --json` on an intent that already ended prints its phase and exits 5). Exit codes: 0 ok, 1 failure, 2 usage or invalid intent, 3 no such
  * intent, 4 idempotency conflict, 5 the intent has already ended, 6 no live worker serves the credential,
  * 78 configuration error.
  *
@@ -235,7 +236,8 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
       taskQueuePrefix: config.taskQueuePrefix,
       requireServedCredential: false,
     });
-    const runId = new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+    // yymmdd-hhmmss: unique per run, short enough for the summary's lines.
+    const runId = new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(2, 15);
     demoDone = runDemo({
       rq,
       sim,
@@ -250,6 +252,7 @@ async function cmdDev(argv: string[], config: RetryqConfig): Promise<number> {
           client: dev.client,
           prefix: config.taskQueuePrefix,
           credentials: [demoCredential()],
+          discover: false,
         });
         return row ? credentialLine(row) : undefined;
       },
@@ -585,7 +588,23 @@ async function cmdCancel(argv: string[], config: RetryqConfig): Promise<number> 
   }
   const key = positionals[0];
   return withClient(config, async (rq) => {
-    await rq.cancel(key, values.reason ?? 'cancelled from the retryq CLI');
+    try {
+      await rq.cancel(key, values.reason ?? 'cancelled from the retryq CLI');
+    } catch (err) {
+      if (!(values.json && err instanceof IntentAlreadyEndedError)) throw err;
+      // Nothing to do is still an answer: one JSON document, and the exit code that says it had ended.
+      const ended = await rq.status(key).catch(() => undefined);
+      io.out(
+        JSON.stringify({
+          key,
+          cancelRequested: false,
+          alreadyEnded: true,
+          phase: ended?.phase ?? err.phase ?? null,
+          reservation: ended?.reservation ?? null,
+        }),
+      );
+      return ExitCode.alreadyEnded;
+    }
     // A dispatch not yet sent ends at once; an attempt in flight is aborted within about a heartbeat (an inspection
     // finishes first). Say how it ended, briefly.
     let s = await rq.status(key);
@@ -618,14 +637,22 @@ async function cmdRetryNow(argv: string[], config: RetryqConfig): Promise<number
   }
   const key = positionals[0];
   return withClient(config, async (rq) => {
-    const report = await rq.retryNow(key);
+    let report: Awaited<ReturnType<typeof rq.retryNow>>;
+    try {
+      report = await rq.retryNow(key);
+    } catch (err) {
+      if (!(values.json && err instanceof IntentAlreadyEndedError)) throw err;
+      io.out(JSON.stringify({ key, alreadyEnded: true, phase: err.phase ?? null, message: err.message }));
+      return ExitCode.alreadyEnded;
+    }
     io.out(values.json ? JSON.stringify(report) : `${key}: ${report.message}`);
     return ExitCode.ok;
   });
 }
 
-const CREDENTIALS_HELP = `retryq credentials [--json]       each configured credential's load control: its budget split,
-                                  gate (rate limited until when, and why), block, in-flight and waiting intents
+const CREDENTIALS_HELP = `retryq credentials [--json]       each credential configured here or that workers have called with:
+                                  whether live workers serve it, its budget split, gate (rate limited until when,
+                                  and why), block, in-flight and waiting intents
 retryq credentials resume <id>    lift the block a quota or spending-limit answer set on a credential (do this once
                                   the limit is raised or the period renewed); its waiting intents are woken at once`;
 

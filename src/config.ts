@@ -3,8 +3,11 @@
  *
  * The Temporal connection follows the SDK's standard environment configuration (`TEMPORAL_ADDRESS`,
  * `TEMPORAL_NAMESPACE`, `TEMPORAL_API_KEY`, `TEMPORAL_TLS*`, `TEMPORAL_PROFILE`, `TEMPORAL_CONFIG_FILE`), read
- * with `@temporalio/envconfig`. When no address is configured, `retryq dev` starts an embedded dev server.
- * Everything else is a `RETRYQ_*` variable, listed in {@link CONFIG_VARIABLES}.
+ * with `@temporalio/envconfig`. With no address configured, retryq connects to `127.0.0.1:7233`
+ * (`RETRYQ_DEV_IP`:`RETRYQ_DEV_PORT`), where `retryq dev` starts its server. Everything else is a `RETRYQ_*`
+ * variable. Every variable is one row of {@link CONFIG_SETTINGS} (name, zod schema, default, unit, doc; see
+ * `src/settings.ts`), declared by the feature that reads it: `loadConfig` reads through that table, and the table in
+ * docs/configuration.md is generated from it (`npm run docs:config`; test/unit/config-docs.test.ts checks it).
  *
  * Bad configuration throws one {@link ConfigError} that lists every problem: the variable, the value seen (never
  * a secret) and what is allowed.
@@ -22,21 +25,20 @@ import path from 'node:path';
 import { loadClientConfigProfile, toClientOptions } from '@temporalio/envconfig';
 import type { ClientConnectConfig } from '@temporalio/envconfig';
 import { z } from 'zod';
-import { DURATION_HINT, parseDurationMs } from './duration.js';
-import { ConfigError, problemsFromZod } from './errors.js';
+import { ConfigError } from './errors.js';
 import type { Problem } from './errors.js';
 import { credentialIdSchema, deadlineDefaults, headerNameSchema } from './intent.js';
-import { defaultIntentLimits, limitCeilings, limitProblems } from './intent-limits.js';
+import { defaultIntentLimits, describeBytes, limitCeilings } from './intent-limits.js';
 import type { IntentLimits } from './intent-limits.js';
 import { budgetProblem, splitBudget } from './policy/index.js';
 import type { BudgetSplit } from './policy/index.js';
+import { duration, jsonArray, port, readSettings, setting, text, textMatching, wholeNumber } from './settings.js';
+import type { Setting } from './settings.js';
 import { stateRoot } from './temporal/binaries.js';
-import { webhookSourcesSchema } from './webhooks/source.js';
-import type { WebhookSource } from './webhooks/source.js';
-import { retryqWords } from './validation-words.js';
+import { webhookSettings } from './webhook-config.js';
+import type { WebhookConfig, WebhookSource } from './webhook-config.js';
 
-/** Validation messages in retryq's words; the value found is in each problem's `received`. */
-const wordsBesideReceived = retryqWords({ sayFound: false });
+export type { WebhookConfig } from './webhook-config.js';
 
 const envVarPattern = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -124,20 +126,6 @@ export interface IntentDefaults {
   limits: IntentLimits;
   /** A dispatch no worker has started within this time is reported as stalled. @default 1 min (ms) */
   stalledDispatchAfterMs: number;
-}
-
-/** The webhook receiver (`retryq webhooks`, and `retryq dev` when sources are configured). */
-export interface WebhookConfig {
-  /** Configured sources; deliveries go to `POST /webhooks/<name>`. @default [] */
-  sources: WebhookSource[];
-  /** Address the receiver binds. @default '127.0.0.1' */
-  ip: string;
-  /** The receiver's port. @default 8788 */
-  port: number;
-  /** Largest delivery body, bytes. @default 1 MiB */
-  maxBodyBytes: number;
-  /** How long storing a delivery in Temporal may take before the answer is 503, ms. @default 5000 */
-  temporalTimeoutMs: number;
 }
 
 /**
@@ -239,52 +227,53 @@ export function withTuningDefaults<T extends Partial<Record<keyof WorkerTuning, 
   return filled;
 }
 
+/** The zod rule of each {@link WorkerTuning} field. */
+const tuningFields = {
+  maxCachedWorkflows: z
+    .number()
+    .int('must be a whole number')
+    .max(1_000_000, 'must be at most 1000000')
+    .refine((n) => n === 0 || n >= 2, 'must be 0 (no cache: every workflow task replays) or at least 2'),
+  workflowTaskConcurrency: z
+    .number()
+    .int('must be a whole number')
+    .min(2, 'must be at least 2')
+    .max(10_000, 'must be at most 10000'),
+  stickyQueueTimeoutMs: z
+    .number()
+    .int('must be a whole number of ms')
+    .min(1_000, 'must be at least 1000 (ms)')
+    .max(600_000, 'must be at most 600000 (ms)'),
+  workflowThreadSemiSpaceMb: z
+    .number()
+    .int('must be a whole number of MB')
+    .min(0, "must be 0 (V8's own sizing) or more")
+    .max(256, 'must be at most 256 (MB)'),
+  workflowThreadOldSpaceMb: z
+    .number()
+    .int('must be a whole number of MB')
+    .refine((n) => n === 0 || (n >= 64 && n <= 65_536), "must be 0 (V8's own limit) or from 64 to 65536 (MB)"),
+  heapReleaseAfterBurstMb: z
+    .number()
+    .int('must be a whole number of MB')
+    .min(0, 'must be 0 (off) or more')
+    .max(4_096, 'must be at most 4096 (MB)'),
+  wakeUpsPerSecond: z
+    .number()
+    .int('must be a whole number of intents per second')
+    .min(0, "must be 0 (the credential's budget alone spreads wake-ups) or more")
+    .max(100_000, 'must be at most 100000'),
+} satisfies Record<keyof WorkerTuning, z.ZodType<number>>;
+
 /** The zod rules of {@link WorkerTuning}: each field, and concurrency within the cache. */
-export const workerTuningSchema = z
-  .strictObject({
-    maxCachedWorkflows: z
-      .number()
-      .int('must be a whole number')
-      .max(1_000_000, 'must be at most 1000000')
-      .refine((n) => n === 0 || n >= 2, 'must be 0 (no cache: every workflow task replays) or at least 2'),
-    workflowTaskConcurrency: z
-      .number()
-      .int('must be a whole number')
-      .min(2, 'must be at least 2')
-      .max(10_000, 'must be at most 10000'),
-    stickyQueueTimeoutMs: z
-      .number()
-      .int('must be a whole number of ms')
-      .min(1_000, 'must be at least 1000 (ms)')
-      .max(600_000, 'must be at most 600000 (ms)'),
-    workflowThreadSemiSpaceMb: z
-      .number()
-      .int('must be a whole number of MB')
-      .min(0, "must be 0 (V8's own sizing) or more")
-      .max(256, 'must be at most 256 (MB)'),
-    workflowThreadOldSpaceMb: z
-      .number()
-      .int('must be a whole number of MB')
-      .refine((n) => n === 0 || (n >= 64 && n <= 65_536), "must be 0 (V8's own limit) or from 64 to 65536 (MB)"),
-    heapReleaseAfterBurstMb: z
-      .number()
-      .int('must be a whole number of MB')
-      .min(0, 'must be 0 (off) or more')
-      .max(4_096, 'must be at most 4096 (MB)'),
-    wakeUpsPerSecond: z
-      .number()
-      .int('must be a whole number of intents per second')
-      .min(0, "must be 0 (the credential's budget alone spreads wake-ups) or more")
-      .max(100_000, 'must be at most 100000'),
-  })
-  .superRefine((t, ctx) => {
-    if (t.maxCachedWorkflows >= 2 && t.workflowTaskConcurrency > t.maxCachedWorkflows)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['workflowTaskConcurrency'],
-        message: `must not exceed the cache size (${t.maxCachedWorkflows}): a running workflow task needs its workflow in the cache`,
-      });
-  });
+export const workerTuningSchema = z.strictObject(tuningFields).superRefine((t, ctx) => {
+  if (t.maxCachedWorkflows >= 2 && t.workflowTaskConcurrency > t.maxCachedWorkflows)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['workflowTaskConcurrency'],
+      message: `must not exceed the cache size (${t.maxCachedWorkflows}): a running workflow task needs its workflow in the cache`,
+    });
+});
 
 export interface RetryqConfig {
   temporal: TemporalConfig;
@@ -296,102 +285,357 @@ export interface RetryqConfig {
   webhooks: WebhookConfig;
   /**
    * Port of the workers' Prometheus endpoint (`/metrics`); 0 = none; `undefined` when not set (then `retryq worker`
-   * uses 9464 and `retryq dev` none).
+   * and `retryq dev` use 9464).
    */
   metricsPort: number | undefined;
   /** Workflow worker sizing. */
   worker: WorkerTuning;
 }
 
-/**
- * Every variable retryq reads, with its default and meaning (the README's configuration reference). Each entry is
- * `[names, default, meaning]`; the type holds every entry to exactly that shape.
- */
-export const CONFIG_VARIABLES = [
-  ['TEMPORAL_ADDRESS', 'unset (embedded dev server)', 'host:port of an existing Temporal cluster or Temporal Cloud'],
-  ['TEMPORAL_NAMESPACE', 'default', 'namespace to use'],
-  ['TEMPORAL_API_KEY', 'unset', 'API key for Temporal Cloud (never printed)'],
-  ['TEMPORAL_TLS, TEMPORAL_TLS_*', 'unset', 'TLS settings, as in the Temporal SDK environment configuration'],
-  ['TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE', 'default / ~/.config/temporalio/temporal.toml', 'profile file'],
-  ['RETRYQ_TASK_QUEUE_PREFIX', 'retryq', 'prefix of all task queue names'],
-  ['RETRYQ_CREDENTIALS', '[]', 'JSON array of credentials (see below)'],
-  ['RETRYQ_DEFAULT_DEADLINE', '24h', 'deadline of an intent that names none'],
-  ['RETRYQ_MAX_DEADLINE', '30d', 'latest deadline an intent may ask for'],
-  [
-    'RETRYQ_MAX_BODY_BYTES',
-    String(defaultIntentLimits.maxBodyBytes),
-    `largest intent body (JSON, bytes) submit accepts; at most ${limitCeilings.maxBodyBytes}`,
-  ],
-  [
+// ---- the table of settings --------------------------------------------------------------------------------------
+
+const envconfig = '`@temporalio/envconfig`';
+const binaryResolver = 'the binary resolver, `src/temporal/binaries.ts`';
+
+/** The Temporal connection: read by the SDK's environment configuration, not by `loadConfig`'s own rows. */
+const temporalSettings = [
+  setting({
+    name: 'TEMPORAL_ADDRESS',
+    owner: 'Temporal connection',
+    schema: undefined,
+    default: undefined,
+    unset: '`127.0.0.1:7233`',
+    doc: 'host:port of the Temporal server: a cluster or Temporal Cloud; unset, `RETRYQ_DEV_IP`:`RETRYQ_DEV_PORT`, where `npx retryq dev` serves; set, `retryq dev` starts no server',
+    readBy: envconfig,
+  }),
+  setting({
+    name: 'TEMPORAL_NAMESPACE',
+    owner: 'Temporal connection',
+    schema: undefined,
+    default: 'default',
+    doc: 'namespace',
+    readBy: envconfig,
+  }),
+  setting({
+    name: 'TEMPORAL_API_KEY',
+    owner: 'Temporal connection',
+    schema: undefined,
+    default: undefined,
+    doc: 'API key for Temporal Cloud (never printed)',
+    readBy: envconfig,
+  }),
+  setting({
+    name: 'TEMPORAL_TLS',
+    owner: 'Temporal connection',
+    schema: undefined,
+    default: undefined,
+    doc: '`true` to connect with TLS (on by itself with an API key)',
+    readBy: envconfig,
+  }),
+  setting({
+    name: 'TEMPORAL_TLS_*',
+    owner: 'Temporal connection',
+    schema: undefined,
+    default: undefined,
+    doc: 'TLS client certificate, key, server CA and name (`TEMPORAL_TLS_CLIENT_CERT_PATH`, …), as in the Temporal SDK environment configuration',
+    readBy: envconfig,
+  }),
+  setting({
+    name: 'TEMPORAL_PROFILE',
+    owner: 'Temporal connection',
+    schema: undefined,
+    default: 'default',
+    doc: 'profile of the configuration file to use',
+    readBy: envconfig,
+  }),
+  setting({
+    name: 'TEMPORAL_CONFIG_FILE',
+    owner: 'Temporal connection',
+    schema: undefined,
+    default: '~/.config/temporalio/temporal.toml',
+    doc: 'the profile file',
+    readBy: envconfig,
+  }),
+];
+
+const limitRow = (name: string, key: keyof IntentLimits, doc: string) =>
+  setting({
+    name,
+    owner: 'Intents',
+    schema: z
+      .string()
+      .regex(/^\d+$/, `must be a whole number of bytes from 1 to ${describeBytes(limitCeilings[key])}`)
+      .transform(Number)
+      .pipe(
+        z
+          .number()
+          .min(1, `must be a whole number of bytes from 1 to ${describeBytes(limitCeilings[key])}`)
+          .max(limitCeilings[key], `must be a whole number of bytes from 1 to ${describeBytes(limitCeilings[key])}`),
+      ),
+    default: String(defaultIntentLimits[key]),
+    unit: 'bytes',
+    doc: `${doc}; at most ${describeBytes(limitCeilings[key])} ([limits](#intent-size-limits))`,
+  });
+
+const tuningRow = (name: string, field: keyof WorkerTuning, unit: string | undefined, doc: string) =>
+  setting({
+    name,
+    owner: 'Worker',
+    schema: wholeNumber(tuningFields[field]),
+    default: String(defaultWorkerTuning[field]),
+    ...(unit ? { unit } : {}),
+    doc,
+  });
+
+const sizing = '([sizing](operations.md#worker-sizing-memory-cache-and-wake-ups))';
+
+/** retryq's own settings, by the feature that reads them. */
+export const settings = {
+  taskQueuePrefix: setting({
+    name: 'RETRYQ_TASK_QUEUE_PREFIX',
+    owner: 'Task queues',
+    schema: textMatching(
+      /^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$/,
+      'must be 1–101 chars of letters, digits, ".", "_" or "-", starting with a letter or digit',
+    ),
+    default: 'retryq',
+    doc: 'prefix of every task queue name (`<prefix>.workflows`, `<prefix>.actions.<credential>`, …)',
+  }),
+  credentials: setting({
+    name: 'RETRYQ_CREDENTIALS',
+    owner: 'Credentials',
+    schema: jsonArray(
+      z.array(credentialSchema).superRefine((credentials, ctx) => {
+        const seen = new Set<string>();
+        credentials.forEach((c, i) => {
+          if (seen.has(c.id)) ctx.addIssue({ code: 'custom', path: [i, 'id'], message: 'must be unique' });
+          seen.add(c.id);
+        });
+      }),
+      '[{"id":"acme-prod","secretEnv":"ACME_PROD_KEY"}]',
+    ),
+    default: '[]',
+    doc: 'JSON array of the credentials the workers dispatch with ([fields](#credential-fields))',
+  }),
+  defaultDeadline: setting({
+    name: 'RETRYQ_DEFAULT_DEADLINE',
+    owner: 'Intents',
+    schema: duration,
+    default: '24h',
+    unit: 'duration',
+    doc: 'deadline of an intent that names none; at most `RETRYQ_MAX_DEADLINE`',
+  }),
+  maxDeadline: setting({
+    name: 'RETRYQ_MAX_DEADLINE',
+    owner: 'Intents',
+    schema: duration,
+    default: '30d',
+    unit: 'duration',
+    doc: 'latest deadline an intent may ask for',
+  }),
+  maxBodyBytes: limitRow('RETRYQ_MAX_BODY_BYTES', 'maxBodyBytes', 'largest intent body (its JSON) `submit` accepts'),
+  maxHeaderBytes: limitRow(
     'RETRYQ_MAX_HEADER_BYTES',
-    String(defaultIntentLimits.maxHeaderBytes),
-    `largest total of an intent's extra headers (bytes); at most ${limitCeilings.maxHeaderBytes}`,
-  ],
-  [
-    'RETRYQ_MAX_URL_BYTES',
-    String(defaultIntentLimits.maxUrlBytes),
-    `longest action or inspection URL (bytes); at most ${limitCeilings.maxUrlBytes}`,
-  ],
-  [
-    'RETRYQ_STALLED_DISPATCH_AFTER',
-    '1m',
-    'a dispatch no worker has started this long is reported as stalled (status, UI, LastErrorCode="no_worker")',
-  ],
-  [
+    'maxHeaderBytes',
+    "largest total of an intent's extra headers (`Name: value` plus a line break each)",
+  ),
+  maxUrlBytes: limitRow('RETRYQ_MAX_URL_BYTES', 'maxUrlBytes', 'longest action URL and inspection URL template'),
+  stalledDispatchAfter: setting({
+    name: 'RETRYQ_STALLED_DISPATCH_AFTER',
+    owner: 'Intents',
+    schema: duration,
+    default: '1m',
+    unit: 'duration',
+    doc: 'a dispatch no worker has started this long is reported as stalled (status, UI, `LastErrorCode = "no_worker"`; [UI](ui.md#stalled-dispatches))',
+  }),
+  maxCachedWorkflows: tuningRow(
     'RETRYQ_MAX_CACHED_WORKFLOWS',
-    String(defaultWorkerTuning.maxCachedWorkflows),
-    'intent workflows a worker keeps cached; bounds its memory (see docs/operations.md)',
-  ],
-  [
+    'maxCachedWorkflows',
+    'intents',
+    `intents a worker keeps cached: bounds its memory; \`0\`: no cache ${sizing}`,
+  ),
+  workflowTaskConcurrency: tuningRow(
     'RETRYQ_WORKFLOW_TASK_CONCURRENCY',
-    String(defaultWorkerTuning.workflowTaskConcurrency),
-    'workflow tasks a worker runs at once',
-  ],
-  [
+    'workflowTaskConcurrency',
+    'tasks',
+    'workflow tasks a worker runs at once; at most the cache size, and a smaller cache set alone brings it down to the cache size',
+  ),
+  stickyQueueTimeout: tuningRow(
     'RETRYQ_STICKY_QUEUE_TIMEOUT_MS',
-    String(defaultWorkerTuning.stickyQueueTimeoutMs),
-    "ms a workflow task waits on its worker's sticky queue before any worker may take it",
-  ],
-  [
+    'stickyQueueTimeoutMs',
+    'ms',
+    "how long a workflow task waits on its worker's sticky queue before any worker may take it ([faults](operations.md#behaviour-under-faults))",
+  ),
+  workflowSemiSpace: tuningRow(
     'RETRYQ_WORKFLOW_SEMI_SPACE_MB',
-    String(defaultWorkerTuning.workflowThreadSemiSpaceMb),
-    "MB of one semi-space of the workflow thread's young generation (0: V8's own sizing); bounds its memory",
-  ],
-  [
+    'workflowThreadSemiSpaceMb',
+    'MB',
+    `the workflow thread's young generation, per semi-space; \`0\`: V8's own ${sizing}`,
+  ),
+  workflowOldSpace: tuningRow(
     'RETRYQ_WORKFLOW_OLD_SPACE_MB',
-    String(defaultWorkerTuning.workflowThreadOldSpaceMb),
-    "largest old generation of the workflow thread, MB (0: V8's own limit); a lower limit makes V8 collect sooner",
-  ],
-  [
+    'workflowThreadOldSpaceMb',
+    'MB',
+    `the workflow thread's old-generation limit (a hard limit too); \`0\`: V8's own ${sizing}`,
+  ),
+  heapReleaseAfterBurst: tuningRow(
     'RETRYQ_HEAP_RELEASE_AFTER_BURST_MB',
-    String(defaultWorkerTuning.heapReleaseAfterBurstMb),
-    'main-thread heap growth (MB) after which an idle worker runs one full garbage collection to give it back (0: off)',
-  ],
-  [
+    'heapReleaseAfterBurstMb',
+    'MB',
+    `after a burst, an idle worker runs one full garbage collection on its main thread when its heap holds this much beyond what was live; \`0\`: off ${sizing}`,
+  ),
+  wakeUpsPerSecond: tuningRow(
     'RETRYQ_WAKE_UPS_PER_SECOND',
-    String(defaultWorkerTuning.wakeUpsPerSecond),
-    "intents held by a credential's closed gate that one worker wakes per second when it opens (0: by the budget only)",
-  ],
-  ['RETRYQ_DATA_DIR', '.data', 'embedded dev server: folder of its SQLite file'],
-  ['RETRYQ_DEV_IP', '127.0.0.1', 'embedded dev server: address to bind'],
-  ['RETRYQ_DEV_PORT', '7233', 'embedded dev server: gRPC port'],
-  ['RETRYQ_UI_PORT', '8233', 'embedded dev server: Web UI port'],
-  ['RETRYQ_DEV_SIM_PORT', '4010', '`retryq dev`: port of the simulated provider'],
-  ['RETRYQ_WEBHOOK_SOURCES', '[]', 'JSON array of webhook sources (docs/webhooks.md)'],
-  ['RETRYQ_WEBHOOK_IP', '127.0.0.1', 'webhook receiver: address to bind'],
-  ['RETRYQ_WEBHOOK_PORT', '8788', 'webhook receiver: port'],
-  ['RETRYQ_WEBHOOK_MAX_BODY', '1MiB', 'webhook receiver: largest body (bytes, or with KiB / MiB)'],
-  [
-    'RETRYQ_WEBHOOK_TEMPORAL_TIMEOUT',
-    '5s',
-    'webhook receiver: time to store a delivery in Temporal before answering 503',
-  ],
-  [
-    'RETRYQ_METRICS_PORT',
-    '9464',
-    "workers (`retryq worker`, `retryq dev`): retryq's and the Temporal SDK's Prometheus metrics at /metrics (0: off)",
-  ],
-] as const satisfies readonly (readonly [names: string, defaultValue: string, meaning: string])[];
+    'wakeUpsPerSecond',
+    'per second',
+    "intents held by a credential's closed gate that one worker wakes per second when it opens; `0`: by the budget only ([storms](operations.md#wake-up-storms))",
+  ),
+  metricsPort: setting({
+    name: 'RETRYQ_METRICS_PORT',
+    owner: 'Worker',
+    schema: z
+      .string()
+      .regex(/^\d+$/, 'must be a TCP port, an integer from 1 to 65535, or 0 (off)')
+      .transform(Number)
+      .pipe(z.number().max(65535, 'must be a TCP port, an integer from 1 to 65535, or 0 (off)')),
+    default: undefined,
+    unset: '`9464`',
+    doc: 'port of the Prometheus metrics (`/metrics`) of `retryq worker` and `retryq dev` (a worker built in code serves none); `0`: off ([metrics](operations.md#metrics))',
+  }),
+  dataDir: setting({
+    name: 'RETRYQ_DATA_DIR',
+    owner: '`retryq dev`',
+    schema: text,
+    default: '.data',
+    doc: "folder of the dev server's SQLite file, its log and its lock (relative to the project, or the application's folder)",
+  }),
+  devIp: setting({
+    name: 'RETRYQ_DEV_IP',
+    owner: '`retryq dev`',
+    schema: text,
+    default: '127.0.0.1',
+    doc: 'address the dev server binds (and where retryq connects when `TEMPORAL_ADDRESS` is unset)',
+  }),
+  devPort: setting({
+    name: 'RETRYQ_DEV_PORT',
+    owner: '`retryq dev`',
+    schema: port,
+    default: '7233',
+    doc: "the dev server's gRPC port",
+  }),
+  uiPort: setting({
+    name: 'RETRYQ_UI_PORT',
+    owner: '`retryq dev`',
+    schema: port,
+    default: '8233',
+    doc: "the dev server's Web UI port",
+  }),
+  devSimPort: setting({
+    name: 'RETRYQ_DEV_SIM_PORT',
+    owner: '`retryq dev`',
+    schema: port,
+    default: '4010',
+    doc: 'port of the simulated provider of the demo',
+  }),
+} as const;
+
+/** Read by other parts than `loadConfig`: the binary resolver and the command's error report. */
+const otherSettings = [
+  setting({
+    name: 'TEMPORAL_CLI_PATH',
+    owner: 'Temporal binaries',
+    schema: undefined,
+    default: undefined,
+    doc: 'use this Temporal CLI (the dev server) instead of the installed one',
+    readBy: binaryResolver,
+  }),
+  setting({
+    name: 'TEMPORAL_TEST_SERVER_PATH',
+    owner: 'Temporal binaries',
+    schema: undefined,
+    default: undefined,
+    doc: 'use this time-skipping test server instead of the installed one',
+    readBy: binaryResolver,
+  }),
+  setting({
+    name: 'RETRYQ_TOOLS_DIR',
+    owner: 'Temporal binaries',
+    schema: undefined,
+    default: '.tools',
+    doc: 'where the venv with the pinned Temporal binaries lives',
+    readBy: binaryResolver,
+  }),
+  setting({
+    name: 'RETRYQ_PYTHON',
+    owner: 'Temporal binaries',
+    schema: undefined,
+    default: 'python3',
+    doc: 'the Python that creates that venv',
+    readBy: binaryResolver,
+  }),
+  setting({
+    name: 'RETRYQ_ALLOW_SDK_DOWNLOAD',
+    owner: 'Temporal binaries',
+    schema: undefined,
+    default: '1',
+    doc: "`0` forbids the Temporal SDK's own download as the last resort",
+    readBy: binaryResolver,
+  }),
+  setting({
+    name: 'RETRYQ_DEBUG',
+    owner: 'Debugging',
+    schema: undefined,
+    default: undefined,
+    doc: '`1`: the `retryq` command prints the stack trace of an unexpected error',
+    readBy: 'the `retryq` command',
+  }),
+  setting({
+    name: 'RETRYQ_LOAD_DEBUG',
+    owner: 'Debugging',
+    schema: undefined,
+    default: undefined,
+    doc: "`1`: a worker reports each failed request to a credential's load-control entity on stderr",
+    readBy: 'load control',
+  }),
+];
+
+/**
+ * Every environment variable retryq reads, one row each, grouped by the feature that reads it. `loadConfig` reads
+ * the rows with a schema; docs/configuration.md's table is generated from all of them (`npm run docs:config`).
+ */
+export const CONFIG_SETTINGS: readonly Setting[] = [
+  ...temporalSettings,
+  settings.taskQueuePrefix,
+  settings.credentials,
+  settings.defaultDeadline,
+  settings.maxDeadline,
+  settings.maxBodyBytes,
+  settings.maxHeaderBytes,
+  settings.maxUrlBytes,
+  settings.stalledDispatchAfter,
+  settings.maxCachedWorkflows,
+  settings.workflowTaskConcurrency,
+  settings.stickyQueueTimeout,
+  settings.workflowSemiSpace,
+  settings.workflowOldSpace,
+  settings.heapReleaseAfterBurst,
+  settings.wakeUpsPerSecond,
+  settings.metricsPort,
+  settings.dataDir,
+  settings.devIp,
+  settings.devPort,
+  settings.uiPort,
+  settings.devSimPort,
+  ...Object.values(webhookSettings),
+  ...otherSettings,
+];
+
+/**
+ * Every variable retryq reads as `[name, default, meaning]`, from {@link CONFIG_SETTINGS}.
+ * @deprecated Use {@link CONFIG_SETTINGS}, which also has each variable's schema, unit and owner.
+ */
+export const CONFIG_VARIABLES: readonly (readonly [name: string, defaultValue: string, meaning: string])[] =
+  CONFIG_SETTINGS.map((row) => [row.name, row.unset ?? row.default ?? 'unset', row.doc] as const);
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -401,224 +645,101 @@ type Env = Readonly<Record<string, string | undefined>>;
  * @param env the environment to read. @default process.env
  */
 export function loadConfig(env: Env = process.env): RetryqConfig {
-  const problems: Problem[] = [];
-  const raw = (name: string) => {
-    const v = env[name];
-    return v === undefined || v.trim() === '' ? undefined : v.trim();
-  };
+  const read = readSettings(CONFIG_SETTINGS, env);
+  const problems: Problem[] = [...read.problems];
+  const get = read.values.get;
+  const failed = (row: Setting) => problems.some((p) => p.path === row.name || p.path.startsWith(`${row.name}[`));
 
-  const port = (name: string, fallback: number): number => {
-    const v = raw(name);
-    if (v === undefined) return fallback;
-    const n = Number(v);
-    if (!/^\d+$/.test(v) || n < 1 || n > 65535) {
-      problems.push({ path: name, message: 'must be a TCP port, an integer from 1 to 65535', received: v });
-      return fallback;
-    }
-    return n;
-  };
-  const duration = (name: string, fallbackMs: number): number => {
-    const v = raw(name);
-    if (v === undefined) return fallbackMs;
-    const ms = parseDurationMs(v);
-    if (ms === undefined || ms <= 0) {
-      problems.push({ path: name, message: `must be ${DURATION_HINT}, greater than zero`, received: v });
-      return fallbackMs;
-    }
-    return ms;
-  };
-
-  const prefix = raw('RETRYQ_TASK_QUEUE_PREFIX') ?? 'retryq';
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$/.test(prefix))
-    problems.push({
-      path: 'RETRYQ_TASK_QUEUE_PREFIX',
-      message: 'must be 1–101 chars of letters, digits, ".", "_" or "-", starting with a letter or digit',
-      received: prefix,
-    });
-
-  const credentials = parseCredentials(raw('RETRYQ_CREDENTIALS'), problems);
-
-  const limit = (name: string, key: keyof IntentLimits): number => {
-    const v = raw(name);
-    if (v === undefined) return defaultIntentLimits[key];
-    const n = Number(v);
-    const [problem] = /^\d+$/.test(v) ? limitProblems({ [key]: n }) : limitProblems({ [key]: Number.NaN });
-    if (problem) {
-      problems.push({ path: name, message: problem.message, received: v });
-      return defaultIntentLimits[key];
-    }
-    return n;
-  };
   const intents: IntentDefaults = {
-    defaultDeadlineMs: duration('RETRYQ_DEFAULT_DEADLINE', deadlineDefaults.defaultDeadlineMs),
-    maxDeadlineMs: duration('RETRYQ_MAX_DEADLINE', deadlineDefaults.maxDeadlineMs),
+    defaultDeadlineMs: failed(settings.defaultDeadline)
+      ? deadlineDefaults.defaultDeadlineMs
+      : get(settings.defaultDeadline),
+    maxDeadlineMs: failed(settings.maxDeadline) ? deadlineDefaults.maxDeadlineMs : get(settings.maxDeadline),
     limits: {
-      maxBodyBytes: limit('RETRYQ_MAX_BODY_BYTES', 'maxBodyBytes'),
-      maxHeaderBytes: limit('RETRYQ_MAX_HEADER_BYTES', 'maxHeaderBytes'),
-      maxUrlBytes: limit('RETRYQ_MAX_URL_BYTES', 'maxUrlBytes'),
+      maxBodyBytes: get(settings.maxBodyBytes),
+      maxHeaderBytes: get(settings.maxHeaderBytes),
+      maxUrlBytes: get(settings.maxUrlBytes),
     },
-    stalledDispatchAfterMs: duration('RETRYQ_STALLED_DISPATCH_AFTER', 60_000),
+    stalledDispatchAfterMs: get(settings.stalledDispatchAfter),
   };
   if (intents.defaultDeadlineMs > intents.maxDeadlineMs)
     problems.push({
-      path: 'RETRYQ_DEFAULT_DEADLINE',
-      message: `must not exceed RETRYQ_MAX_DEADLINE (${raw('RETRYQ_MAX_DEADLINE') ?? '30d'})`,
-      received: raw('RETRYQ_DEFAULT_DEADLINE') ?? '24h',
+      path: settings.defaultDeadline.name,
+      message: `must not exceed ${settings.maxDeadline.name} (${env[settings.maxDeadline.name]?.trim() || settings.maxDeadline.default})`,
+      received: env[settings.defaultDeadline.name]?.trim() || (settings.defaultDeadline.default ?? ''),
     });
 
   const dev: DevConfig = {
-    dataDir: path.resolve(stateRoot, raw('RETRYQ_DATA_DIR') ?? '.data'),
-    ip: raw('RETRYQ_DEV_IP') ?? '127.0.0.1',
-    port: port('RETRYQ_DEV_PORT', 7233),
-    uiPort: port('RETRYQ_UI_PORT', 8233),
-    simPort: port('RETRYQ_DEV_SIM_PORT', 4010),
+    dataDir: path.resolve(stateRoot, get(settings.dataDir)),
+    ip: get(settings.devIp),
+    port: get(settings.devPort),
+    uiPort: get(settings.uiPort),
+    simPort: get(settings.devSimPort),
   };
   if (dev.port === dev.uiPort)
     problems.push({
-      path: 'RETRYQ_UI_PORT',
+      path: settings.uiPort.name,
       message: 'must differ from RETRYQ_DEV_PORT',
       received: String(dev.uiPort),
     });
   if (dev.simPort === dev.port || dev.simPort === dev.uiPort)
     problems.push({
-      path: 'RETRYQ_DEV_SIM_PORT',
+      path: settings.devSimPort.name,
       message: 'must differ from RETRYQ_DEV_PORT and RETRYQ_UI_PORT',
       received: String(dev.simPort),
     });
 
-  let metricsPort: number | undefined;
-  const metricsRaw = raw('RETRYQ_METRICS_PORT');
-  if (metricsRaw === '0') metricsPort = 0;
-  else if (metricsRaw !== undefined) metricsPort = port('RETRYQ_METRICS_PORT', 9464);
-  const worker = loadWorkerTuning(raw, problems);
-
+  const worker = workerTuningOf(read, env, problems);
   const temporal = loadTemporal(env, dev, problems);
-
   const webhooks: WebhookConfig = {
-    sources: parseWebhookSources(raw('RETRYQ_WEBHOOK_SOURCES'), problems),
-    ip: raw('RETRYQ_WEBHOOK_IP') ?? '127.0.0.1',
-    port: port('RETRYQ_WEBHOOK_PORT', 8788),
-    maxBodyBytes: byteSize('RETRYQ_WEBHOOK_MAX_BODY', raw('RETRYQ_WEBHOOK_MAX_BODY'), 1024 * 1024, problems),
-    temporalTimeoutMs: duration('RETRYQ_WEBHOOK_TEMPORAL_TIMEOUT', 5000),
+    sources: failed(webhookSettings.sources) ? [] : get(webhookSettings.sources),
+    ip: get(webhookSettings.ip),
+    port: get(webhookSettings.port),
+    maxBodyBytes: get(webhookSettings.maxBody),
+    temporalTimeoutMs: get(webhookSettings.temporalTimeout),
   };
 
   if (problems.length > 0) throw new ConfigError(problems);
-  return { temporal, taskQueuePrefix: prefix, credentials, dev, intents, worker, metricsPort, webhooks };
+  return {
+    temporal,
+    taskQueuePrefix: get(settings.taskQueuePrefix),
+    credentials: get(settings.credentials),
+    dev,
+    intents,
+    worker,
+    metricsPort: get(settings.metricsPort),
+    webhooks,
+  };
 }
 
-const workerTuningVariables: Record<keyof WorkerTuning, string> = {
-  maxCachedWorkflows: 'RETRYQ_MAX_CACHED_WORKFLOWS',
-  workflowTaskConcurrency: 'RETRYQ_WORKFLOW_TASK_CONCURRENCY',
-  stickyQueueTimeoutMs: 'RETRYQ_STICKY_QUEUE_TIMEOUT_MS',
-  workflowThreadSemiSpaceMb: 'RETRYQ_WORKFLOW_SEMI_SPACE_MB',
-  workflowThreadOldSpaceMb: 'RETRYQ_WORKFLOW_OLD_SPACE_MB',
-  heapReleaseAfterBurstMb: 'RETRYQ_HEAP_RELEASE_AFTER_BURST_MB',
-  wakeUpsPerSecond: 'RETRYQ_WAKE_UPS_PER_SECOND',
+const tuningRows: Record<keyof WorkerTuning, Setting<number>> = {
+  maxCachedWorkflows: settings.maxCachedWorkflows,
+  workflowTaskConcurrency: settings.workflowTaskConcurrency,
+  stickyQueueTimeoutMs: settings.stickyQueueTimeout,
+  workflowThreadSemiSpaceMb: settings.workflowSemiSpace,
+  workflowThreadOldSpaceMb: settings.workflowOldSpace,
+  heapReleaseAfterBurstMb: settings.heapReleaseAfterBurst,
+  wakeUpsPerSecond: settings.wakeUpsPerSecond,
 };
 
-function loadWorkerTuning(raw: (name: string) => string | undefined, problems: Problem[]): WorkerTuning {
+/** The worker tuning the variables give, with the defaults a smaller cache implies, and the fields checked together. */
+function workerTuningOf(read: ReturnType<typeof readSettings>, env: Env, problems: Problem[]): WorkerTuning {
+  const fields = Object.keys(tuningRows) as (keyof WorkerTuning)[];
+  if (fields.some((f) => problems.some((p) => p.path === tuningRows[f].name))) return { ...defaultWorkerTuning };
   const given: Partial<Record<keyof WorkerTuning, number>> = {};
-  let readable = true;
-  for (const field of Object.keys(workerTuningVariables) as (keyof WorkerTuning)[]) {
-    const variable = workerTuningVariables[field];
-    const text = raw(variable);
-    if (text === undefined) continue;
-    if (!/^-?\d+$/.test(text)) {
-      problems.push({ path: variable, message: 'must be a whole number', received: text });
-      readable = false;
-    } else given[field] = Number(text);
-  }
-  if (!readable) return { ...defaultWorkerTuning };
+  for (const field of fields) if (read.given.has(tuningRows[field])) given[field] = read.values.get(tuningRows[field]);
   const input = withTuningDefaults(given) as Record<string, number>;
-  const parsed = workerTuningSchema.safeParse(input, { error: wordsBesideReceived });
+  const parsed = workerTuningSchema.safeParse(input);
   if (parsed.success) return parsed.data;
   for (const issue of parsed.error.issues) {
-    const variable = workerTuningVariables[issue.path[0] as keyof WorkerTuning];
+    const row = tuningRows[issue.path[0] as keyof WorkerTuning];
     problems.push({
-      path: variable,
+      path: row.name,
       message: issue.message,
-      received: raw(variable) ?? String(input[issue.path[0] as string]),
+      received: env[row.name]?.trim() || String(input[issue.path[0] as string]),
     });
   }
   return { ...defaultWorkerTuning };
-}
-
-/**
- * One JSON variable read through `schema`; `[]` when it is unset or has problems (each one recorded, naming the path
- * inside the variable). `example` is the shape shown when the text is not JSON at all.
- */
-function parseJsonVariable<T>(
-  variable: string,
-  text: string | undefined,
-  schema: z.ZodType<T[]>,
-  example: string,
-  problems: Problem[],
-): T[] {
-  if (text === undefined) return [];
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    problems.push({
-      path: variable,
-      message: `must be a JSON array like ${example} (${(err as Error).message})`,
-      received: text,
-    });
-    return [];
-  }
-  const parsed = schema.safeParse(json, { error: wordsBesideReceived });
-  if (!parsed.success) {
-    problems.push(...problemsFromZod(parsed.error, { input: json, received: true, prefix: variable }));
-    return [];
-  }
-  return parsed.data;
-}
-
-function parseCredentials(text: string | undefined, problems: Problem[]): CredentialConfig[] {
-  const variable = 'RETRYQ_CREDENTIALS';
-  const credentials = parseJsonVariable(
-    variable,
-    text,
-    z.array(credentialSchema),
-    '[{"id":"acme-prod","secretEnv":"ACME_PROD_KEY"}]',
-    problems,
-  );
-  const seen = new Set<string>();
-  credentials.forEach((c, i) => {
-    if (seen.has(c.id)) problems.push({ path: `${variable}[${i}].id`, message: 'must be unique', received: c.id });
-    seen.add(c.id);
-  });
-  return credentials;
-}
-
-/** `1048576`, `512KiB`, `1MiB` (also `KB`/`MB` as the binary units) → bytes, between 1 KiB and 64 MiB. */
-function byteSize(variable: string, text: string | undefined, fallback: number, problems: Problem[]): number {
-  if (text === undefined) return fallback;
-  const m = /^(\d+(?:\.\d+)?)\s*(b|kib|kb|k|mib|mb|m)?$/i.exec(text);
-  const unit = (m?.[2] ?? 'b').toLowerCase();
-  const bytes = m
-    ? Math.round(Number(m[1]) * (unit.startsWith('k') ? 1024 : unit.startsWith('m') ? 1024 * 1024 : 1))
-    : NaN;
-  if (!Number.isFinite(bytes) || bytes < 1024 || bytes > 64 * 1024 * 1024) {
-    problems.push({
-      path: variable,
-      message: "must be a size between 1KiB and 64MiB, such as '1MiB', '512KiB' or 1048576",
-      received: text,
-    });
-    return fallback;
-  }
-  return bytes;
-}
-
-function parseWebhookSources(text: string | undefined, problems: Problem[]): WebhookSource[] {
-  return parseJsonVariable(
-    'RETRYQ_WEBHOOK_SOURCES',
-    text,
-    webhookSourcesSchema,
-    '[{"name":"acme","verify":{"scheme":"standard-webhooks","secretEnv":"ACME_WEBHOOK_SECRET"},' +
-      '"mapping":{"key":"idempotencyKey","state":"status"}}]',
-    problems,
-  );
 }
 
 /**

@@ -55,7 +55,7 @@ export async function credentialServing(
 }
 
 /** Credentials whose load control is active (their entity workflows run), newest first; at most `limit`. */
-async function activeCredentials(client: Client, prefix: string, limit: number): Promise<string[]> {
+export async function activeCredentials(client: Client, prefix: string, limit: number): Promise<string[]> {
   const out: string[] = [];
   const query =
     `WorkflowType = "credentialWorkflow" AND ExecutionStatus = "Running" ` +

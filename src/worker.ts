@@ -52,7 +52,8 @@ import { retryqWords } from './validation-words.js';
 /** Validation messages in retryq's words; the value found is in each problem's `received`. */
 const wordsBesideReceived = retryqWords({ sayFound: false });
 
-export { CONFIG_VARIABLES, loadConfig, resolveSecrets } from './config.js';
+export { CONFIG_SETTINGS, CONFIG_VARIABLES, loadConfig, resolveSecrets } from './config.js';
+export type { Setting } from './settings.js';
 export type { CredentialConfig, RetryqConfig, TemporalConfig, WorkerTuning } from './config.js';
 export { defaultWorkerTuning } from './config.js';
 export { ConfigError, TemporalUnreachableError } from './errors.js';
@@ -229,7 +230,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
     // the entity's code (`bundleOptions('credential')`), with a small heap. Not on the main thread (the SDK's `debugMode`,
     // as before): there the SDK installs a promise hook for the whole thread, so every promise of the dispatch
     // activities, the SDK's own plumbing and load control paid for it — 17 % of the worker's CPU per held intent
-    // (docs/benchmarks.md, "Session 7"). In a thread, the entity code also runs under the SDK's 5 s limit per
+    // (docs/benchmarks.md, "Volume"). In a thread, the entity code also runs under the SDK's 5 s limit per
     // activation, as every workflow should.
     if (loadControl && entityBundle) {
       const entities = Math.max(2, config.credentials.length);

@@ -85,12 +85,11 @@ const PHASES = ['scheduled', 'dispatching', 'waiting', 'inspecting', 'succeeded'
 
 function outcomeOf(s: IntentStatus): string {
   if (s.phase === 'succeeded') {
-    if (s.resolvedByWebhook) return `resolved by webhook ${s.resolvedByWebhook.deliveryId} (no inspection)`;
+    if (s.resolvedByWebhook) return 'resolved by webhook (no inspection)';
     const r = s.result as { status?: number; inspected?: boolean } | undefined;
     return r?.inspected ? 'found by inspection after a lost answer' : `HTTP ${r?.status ?? '?'}`;
   }
-  if (s.phase === 'expired' && s.permittedAt)
-    return `server permits ${s.permittedAt.slice(11, 19)} UTC, past the deadline`;
+  if (s.phase === 'expired' && s.permittedAt) return `permits ${s.permittedAt.slice(11, 19)} UTC, past the deadline`;
   const e = s.lastEvidence;
   const ev = e ? evidenceText(e) : '';
   return s.finalReason?.startsWith('permanent') ? `${ev} (permanent)` : ev || (s.finalReason ?? '');
@@ -100,12 +99,81 @@ function pad(s: string, n: number): string {
   return s.length >= n ? s : s + ' '.repeat(n - s.length);
 }
 
+/** The widest line the demo prints, so that it reads in an 100-column terminal and in a log. */
+export const DEMO_LINE_WIDTH = 100;
+
+/** `text` cut to `width` characters, ending in `…` when cut. */
+function fit(text: string, width = DEMO_LINE_WIDTH): string {
+  return text.length <= width ? text : `${text.slice(0, width - 1)}…`;
+}
+
+/** `text` broken between words into lines of at most `width` characters (a longer word gets a line of its own). */
+export function wrapText(text: string, width = DEMO_LINE_WIDTH): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(/\s+/).filter(Boolean)) {
+    if (line && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  if (line) lines.push(line);
+  return lines.map((l) => fit(l, width));
+}
+
+/** What the progress counts mean, printed once before the progress. */
+export const DEMO_LEGEND: readonly string[] = wrapText(
+  'Each intent goes scheduled → dispatching → waiting (until the provider’s Retry-After or a backoff) → ' +
+    'inspecting (looking up an answer that was lost), and ends succeeded, failed (a permanent error), expired ' +
+    '(the provider’s permitted time lies past its deadline) or cancelled. 429s and duplicates are what the ' +
+    'provider itself counted; a duplicate is a second side effect for one idempotency key, and stays 0.',
+);
+
+/** What one progress refresh shows. */
+export interface DemoProgress {
+  done: number;
+  total: number;
+  elapsedS: number;
+  /** Intents per phase (phases with none may be left out). */
+  counts: Readonly<Record<string, number>>;
+  /** The earliest next attempt of a waiting intent, ISO. */
+  nextWake: string | undefined;
+  requestsPerSecond: number;
+  limitPerSecond: number;
+  rateLimited: number;
+  duplicates: number;
+  /** Load control of the demo credential, as one line. */
+  control: string | undefined;
+}
+
+/**
+ * The progress lines: several lines redrawn in place on a terminal, one line per refresh in a log; never wider than
+ * {@link DEMO_LINE_WIDTH}. Phases with no intent are left out.
+ */
+export function progressLines(p: DemoProgress, tty: boolean): string[] {
+  const phases = PHASES.filter((ph) => (p.counts[ph] ?? 0) > 0)
+    .map((ph) => `${ph} ${p.counts[ph]}`)
+    .join(' · ');
+  const wake = p.nextWake ? `${p.nextWake.slice(11, 19)} UTC` : '—';
+  const provider = `429s ${p.rateLimited} · duplicates ${p.duplicates}`;
+  if (!tty) return [fit(`${p.done}/${p.total} done, ${p.elapsedS} s · ${phases} · ${provider}`)];
+  const width = 30;
+  const filled = Math.round((p.done / Math.max(1, p.total)) * width);
+  return [
+    `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${p.done}/${p.total} done  ${p.elapsedS} s`,
+    phases,
+    `next wake-up ${wake} · provider ${p.requestsPerSecond.toFixed(2)} req/s (limit ${p.limitPerSecond.toFixed(2)}/s) · ${provider}`,
+    ...(p.control ? [`load control ${p.control}`] : []),
+  ].map((l) => fit(l));
+}
+
 /** Submits the demo batch and follows it to the end. */
 export async function runDemo(opts: DemoOptions): Promise<DemoSummary> {
   const size = opts.size ?? defaultDemoSize;
   const intents = demoIntents({ simUrl: opts.sim.url, runId: opts.runId, size });
   const started = Date.now();
   opts.out(`Demo: submitting ${intents.length} intents (provider limit ${size.rateLimitPerMinute}/min per key)…\n`);
+  opts.out(DEMO_LEGEND.join('\n') + '\n');
   const keys = (await Promise.all(intents.map((i) => opts.rq.submit(i)))).map((s) => s.key);
   const latest = new Map<string, IntentStatus>();
   let drawnLines = 0;
@@ -132,21 +200,27 @@ export async function runDemo(opts: DemoOptions): Promise<DemoSummary> {
     const m = opts.sim.metrics();
     const key = m.keys[DEMO_CREDENTIAL];
     const control = await opts.loadControl?.().catch(() => undefined);
-    const width = 30;
-    const filled = Math.round((done / keys.length) * width);
-    const lines = [
-      `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${done}/${keys.length} done  ${Math.round((Date.now() - started) / 1000)} s`,
-      PHASES.map((p) => `${p} ${counts[p] ?? 0}`).join(' · '),
-      `next wake-up ${nextWake ? `${nextWake.slice(11, 19)} UTC` : '—'} · provider ${(key?.requestsPerSecond ?? 0).toFixed(2)} req/s ` +
-        `(limit ${((key?.rateLimitPerMinute ?? size.rateLimitPerMinute) / 60).toFixed(2)}/s) · 429s ${m.totals.rateLimited} · duplicates ${m.totals.duplicates}`,
-      ...(control ? [`load control ${control}`] : []),
-    ];
+    const lines = progressLines(
+      {
+        done,
+        total: keys.length,
+        elapsedS: Math.round((Date.now() - started) / 1000),
+        counts,
+        nextWake,
+        requestsPerSecond: key?.requestsPerSecond ?? 0,
+        limitPerSecond: (key?.rateLimitPerMinute ?? size.rateLimitPerMinute) / 60,
+        rateLimited: m.totals.rateLimited,
+        duplicates: m.totals.duplicates,
+        control,
+      },
+      opts.tty,
+    );
     if (opts.tty) {
       if (drawnLines) opts.out(`\x1b[${drawnLines}A\x1b[J`);
       opts.out(lines.join('\n') + '\n');
       drawnLines = lines.length;
     } else if (Date.now() - lastLogAt >= 5000 || done === keys.length) {
-      opts.out(lines.join(' | ') + '\n');
+      opts.out(lines.join('\n') + '\n');
       lastLogAt = Date.now();
     }
     if (done === keys.length) break;
@@ -211,33 +285,42 @@ export async function runDemo(opts: DemoOptions): Promise<DemoSummary> {
   return summary;
 }
 
-/** The summary table for the terminal. */
+/** The summary for the terminal: no line wider than {@link DEMO_LINE_WIDTH}. */
 export function formatSummary(s: DemoSummary): string {
   const keyWidth = Math.max(3, ...s.rows.map((r) => r.key.length)) + 2;
+  const phaseWidth = Math.max(5, ...s.rows.map((r) => r.phase.length)) + 2;
   const ended = s.totals.succeeded + s.totals.failed + s.totals.expired + s.totals.cancelled;
   const lines = [
-    (ended < s.totals.intents
-      ? `Demo stopped after ${Math.round(s.elapsedMs / 1000)} s with ${s.totals.intents - ended} intents still open ` +
-        `(they go on when retryq dev runs again): `
-      : `Demo finished in ${Math.round(s.elapsedMs / 1000)} s: `) +
-      `${s.totals.intents} intents — ${s.totals.succeeded} succeeded, ` +
-      `${s.totals.failed} failed, ${s.totals.expired} expired, ${s.totals.cancelled} cancelled.`,
-    '',
-    `${pad('KEY', keyWidth)}${pad('PHASE', 13)}${pad('ATTEMPTS', 10)}${pad('INSPECT', 9)}OUTCOME`,
-    ...s.rows.map(
-      (r) =>
-        `${pad(r.key, keyWidth)}${pad(r.phase, 13)}${pad(String(r.attempts), 10)}${pad(String(r.inspections), 9)}${r.outcome}`,
+    ...wrapText(
+      (ended < s.totals.intents
+        ? `Demo stopped after ${Math.round(s.elapsedMs / 1000)} s with ${s.totals.intents - ended} intents still open ` +
+          `(they go on when retryq dev runs again): `
+        : `Demo finished in ${Math.round(s.elapsedMs / 1000)} s: `) +
+        `${s.totals.intents} intents — ${s.totals.succeeded} succeeded, ` +
+        `${s.totals.failed} failed, ${s.totals.expired} expired, ${s.totals.cancelled} cancelled.`,
     ),
     '',
-    `Provider saw ${s.totals.providerCalls} calls (${s.totals.inspections} inspections), ${s.totals.rateLimited} × 429, ` +
-      `${s.totals.sideEffects} side effects, ${s.totals.duplicates} duplicate side effects.`,
+    `${pad('KEY', keyWidth)}${pad('PHASE', phaseWidth)}${pad('ATTEMPTS', 10)}${pad('INSPECT', 9)}OUTCOME`,
+    ...s.rows.map((r) =>
+      fit(
+        `${pad(r.key, keyWidth)}${pad(r.phase, 13)}${pad(String(r.attempts), 10)}${pad(String(r.inspections), 9)}${r.outcome}`,
+      ),
+    ),
+    '',
+    ...wrapText(
+      `Provider saw ${s.totals.providerCalls} calls (${s.totals.inspections} inspections), ${s.totals.rateLimited} × 429, ` +
+        `${s.totals.sideEffects} side effects, ${s.totals.duplicates} duplicate side effects.`,
+    ),
   ];
   const w = s.webhooks;
   if (w)
     lines.push(
-      `Webhooks: ${w.deliveries} deliveries stored or acknowledged, ${w.duplicatesIgnored} duplicates ignored, ` +
-        `${w.late} after the intent had ended, ${w.rejected} forged or stale refused (${w.faultsAccepted} accepted), ` +
-        `${w.intentsResolved} intent${w.intentsResolved === 1 ? '' : 's'} resolved by webhook.`,
+      ...wrapText(
+        `Webhooks: ${w.deliveries} deliveries stored or acknowledged, ${w.duplicatesIgnored} duplicates ignored, ` +
+          `${w.late} after the intent had ended, ${w.intentsResolved} intent${w.intentsResolved === 1 ? '' : 's'} ` +
+          `resolved by webhook; ${w.rejected} forged or stale refused (${w.faultsAccepted} accepted): the simulator ` +
+          'also sends copies with a forged signature or an old timestamp, and each must be refused with 401.',
+      ),
     );
   return lines.join('\n');
 }

@@ -18,8 +18,8 @@ import type { CredentialConfig } from '../config.js';
 import type { IntentInput } from '../intent.js';
 import { DEFAULT_WEBHOOK_SECRET } from '../sim/index.js';
 import type { ScenarioInput } from '../sim/index.js';
-import { webhookSourceSchema } from '../webhooks/source.js';
-import type { WebhookSource } from '../webhooks/source.js';
+import { webhookSourceSchema } from '../webhook-config.js';
+import type { WebhookSource } from '../webhook-config.js';
 
 /** The credential id the demo dispatches with. */
 export const DEMO_CREDENTIAL = 'demo-acme';

@@ -1,6 +1,8 @@
 /**
- * What `retryq credentials` shows and does: each credential's budget split, gate and block (from its entity
- * workflow) with its in-flight and waiting intents (from visibility), and `resume` after a quota block.
+ * What `retryq credentials` shows and does: each credential configured here or whose load control is active (a
+ * worker has called with it, so its entity workflow runs), with whether live workers serve it, its budget split,
+ * gate and block (from its entity workflow), its in-flight and waiting intents (from visibility), and `resume`
+ * after a quota block.
  *
  * @example
  * ```ts
@@ -18,6 +20,7 @@ import { credentialStateQuery, credentialWorkflowId, resumeUpdate, retryNowSigna
 import type { CredentialState } from '../workflows/index.js';
 import { workflowIdOf } from '../client.js';
 import { CredentialNotFoundError } from '../errors.js';
+import { activeCredentials, credentialServing } from '../served-credentials.js';
 
 /** One gate as reported: open, or closed until a time. */
 export interface GateReport {
@@ -31,7 +34,13 @@ export interface GateReport {
 /** One credential's load-control state. */
 export interface CredentialReport {
   credential: string;
-  /** The configured split (what the workers use). */
+  /** Whether it is in this process's configuration (`RETRYQ_CREDENTIALS`); else it was found by its load control. */
+  configured: boolean;
+  /** Whether a live worker polls its dispatch queue now; `undefined` when the server cannot say. */
+  served: boolean | undefined;
+  /** Worker processes polling its dispatch queue. */
+  pollers: number;
+  /** The split: configured here, else the one its load control runs with. */
   budget: BudgetSplit;
   /** The dispatch gate (closed after a rate-limit answer, until the permitted time). */
   gate: GateReport;
@@ -54,6 +63,11 @@ export interface ReportOptions {
   /** @default 'retryq' */
   prefix?: string;
   credentials: readonly CredentialConfig[];
+  /**
+   * Also report the credentials whose load control is active (at most 100): those the running workers have called
+   * with, whether or not this process is configured with them. @default true
+   */
+  discover?: boolean;
   /** @default Date.now */
   now?: () => number;
 }
@@ -73,26 +87,37 @@ function gateOf(g: CredentialState['gates']['dispatch'] | undefined, nowMs: numb
     : { state: 'open', closedUntil: null, reason: g?.reason ?? null };
 }
 
-/** The report of every configured credential. */
+/** The report of every configured credential and, unless `discover` is false, of every active one, sorted by id. */
 export async function credentialsReport(options: ReportOptions): Promise<CredentialReport[]> {
   const { client } = options;
+  const prefix = options.prefix ?? 'retryq';
   const now = (options.now ?? Date.now)();
-  return Promise.all(
-    options.credentials.map(async (c): Promise<CredentialReport> => {
+  const configured = new Map(options.credentials.map((c) => [c.id, c]));
+  const active = options.discover === false ? [] : await activeCredentials(client, prefix, 100);
+  const ids = [...new Set([...configured.keys(), ...active])].sort();
+  const rows = await Promise.all(
+    ids.map(async (id): Promise<CredentialReport | undefined> => {
       let state: CredentialState | undefined;
       try {
-        state = await client.workflow.getHandle(credentialWorkflowId(c.id, options.prefix)).query(credentialStateQuery);
+        state = await client.workflow.getHandle(credentialWorkflowId(id, options.prefix)).query(credentialStateQuery);
       } catch (err) {
         if (!(err instanceof WorkflowNotFoundError)) throw err;
       }
-      const running = `Credential = "${c.id}" AND ExecutionStatus = "Running"`;
-      const [inFlight, waiting] = await Promise.all([
+      const config = configured.get(id);
+      const budget = config ? budgetOf(config) : state?.budget;
+      if (!budget) return undefined; // ended between the list and the query, and not configured here
+      const running = `Credential = "${id}" AND ExecutionStatus = "Running"`;
+      const [inFlight, waiting, serving] = await Promise.all([
         countOf(client, `${running} AND RetryPhase IN ("dispatching", "inspecting", "scheduled")`),
         countOf(client, `${running} AND RetryPhase = "waiting"`),
+        credentialServing(client, prefix, id).catch(() => ({ served: undefined, pollers: 0 })),
       ]);
       return {
-        credential: c.id,
-        budget: budgetOf(c),
+        credential: id,
+        configured: config !== undefined,
+        served: serving.served,
+        pollers: serving.pollers,
+        budget,
         gate: gateOf(state?.gates.dispatch, now),
         inspectGate: gateOf(state?.gates.inspect, now),
         blocked: state?.blocked ? { reason: state.blocked.reason, since: state.blocked.since } : null,
@@ -103,13 +128,18 @@ export async function credentialsReport(options: ReportOptions): Promise<Credent
       };
     }),
   );
+  return rows.filter((r): r is CredentialReport => r !== undefined);
 }
 
 const time = (iso: string) => `${iso.slice(11, 19)} UTC`;
 
 /** The report as a table for people. */
 export function formatCredentials(rows: readonly CredentialReport[]): string {
-  if (rows.length === 0) return 'No credentials configured (RETRYQ_CREDENTIALS).';
+  if (rows.length === 0)
+    return (
+      'No credentials: none is configured here (RETRYQ_CREDENTIALS), and no worker has called with one yet ' +
+      '(a credential is listed once its load control is active).'
+    );
   const lines = rows.map((r) => {
     const b = r.budget;
     const gate =
@@ -117,8 +147,15 @@ export function formatCredentials(rows: readonly CredentialReport[]): string {
         ? `rate limited until ${time(r.gate.closedUntil ?? '')}${r.gate.reason ? ` (${r.gate.reason})` : ''}`
         : 'open';
     const blocked = r.blocked ? `BLOCKED since ${time(r.blocked.since)}: ${r.blocked.reason}` : 'not blocked';
+    const workers =
+      r.served === undefined
+        ? 'the server cannot say which workers serve it'
+        : r.served
+          ? `served by ${r.pollers} live worker${r.pollers === 1 ? '' : 's'}`
+          : 'no live worker serves it';
     return [
       `${r.credential}`,
+      `  workers    ${workers}${r.configured ? '' : ' (not configured in this process)'}`,
       `  budget     ${b.totalPerMinute}/min: dispatch ${b.dispatchPerMinute}/min while inspections run, inspections ${b.inspectPerMinute}/min reserved`,
       `  gate       ${gate}${r.inspectGate.state === 'closed' ? `; inspections rate limited until ${time(r.inspectGate.closedUntil ?? '')}` : ''}`,
       `  blocked    ${blocked}${r.blocked ? ` — run \`retryq credentials resume ${r.credential}\` once the limit is lifted` : ''}`,

@@ -14,10 +14,18 @@ import type { NativeConnection } from '@temporalio/worker';
 import type { TemporalConfig } from '../config.js';
 import { TemporalUnreachableError } from '../errors.js';
 
-function unreachable(config: Pick<TemporalConfig, 'address' | 'external'>, err: unknown): TemporalUnreachableError {
+/**
+ * The error for a server that did not answer, with what to do: with no `TEMPORAL_ADDRESS` configured retryq looks
+ * for `retryq dev`'s server, which an application starts with `npx retryq dev`.
+ */
+export function unreachable(
+  config: Pick<TemporalConfig, 'address' | 'external'>,
+  err: unknown,
+): TemporalUnreachableError {
   const hint = config.external
     ? 'Check TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and the TLS / API key settings.'
-    : 'Is `retryq dev` running? Start it with `npm run dev`, or set TEMPORAL_ADDRESS to your cluster.';
+    : `TEMPORAL_ADDRESS is not set, so retryq looked for a local dev server at ${config.address}. Start one with ` +
+      "`npx retryq dev` (Temporal, its Web UI and the workers), or set TEMPORAL_ADDRESS to your cluster's host:port.";
   return new TemporalUnreachableError(
     `Cannot reach Temporal at ${config.address}: ${(err as Error).message?.split('\n')[0] ?? String(err)}. ${hint}`,
   );

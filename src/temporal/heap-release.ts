@@ -1,7 +1,7 @@
 /**
  * Gives back the heap a burst of workflow tasks grew on the worker's main thread. V8 keeps a heap it grew (a young
  * generation at its largest, old-generation pages holding garbage) while the process idles; the workflow thread
- * shrinks its own within seconds, the main thread did not in any measurement (docs/benchmarks.md, "Session 5").
+ * shrinks its own within seconds, the main thread does not (docs/operations.md, worker sizing).
  * Once the worker has been idle for a moment after it was busy, and the heap holds more than a threshold beyond
  * what was live after the last collection, one full garbage collection runs on the main thread: V8 then shrinks the
  * young generation and frees the old generation's empty pages. At most one every 10 s, and none while nothing ran.

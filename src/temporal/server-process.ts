@@ -274,7 +274,7 @@ export interface DevServerOptions {
    * Read the namespace's search-attribute definitions from the database on every request that carries search
    * attributes (every start, every upsert), as the CLI's dev server does by default. Off by default here, as on every
    * production server, where they are cached: the reads cost the dev server about 15 % of its CPU per intent
-   * (docs/benchmarks.md, "Session 16"). With the cache, an attribute added through the operator API is usable once
+   * (docs/benchmarks.md, "Volume"). With the cache, an attribute added through the operator API is usable once
    * the cache refreshes, within seconds; `registerSearchAttributes` waits for that.
    * @default false
    */

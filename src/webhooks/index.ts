@@ -17,9 +17,15 @@ export type { WebhookServer, WebhookServerOptions } from './server.js';
 export { DeliveryOutcome, WebhookMetrics } from './metrics.js';
 export { mapDelivery, MAX_RESULT_BYTES } from './mapping.js';
 export type { MappedDelivery } from './mapping.js';
-export { formatJsonPath, parseJsonPath, readJsonPath, webhookSourceSchema, webhookSourcesSchema } from './source.js';
-export type { JsonPath, VerifySettings, WebhookSource, WebhookSourceInput } from './source.js';
+export {
+  formatJsonPath,
+  parseJsonPath,
+  readJsonPath,
+  webhookSourceSchema,
+  webhookSourcesSchema,
+} from '../webhook-config.js';
+export type { JsonPath, VerifySettings, WebhookSource, WebhookSourceInput } from '../webhook-config.js';
 export { splitSecrets, standardWebhookHeaders, verifierFor } from './verify.js';
 export { loadConfig, resolveWebhookSecrets } from '../config.js';
-export type { WebhookConfig } from '../config.js';
+export type { WebhookConfig } from '../webhook-config.js';
 export type { SignedRequest, Verification, Verifier } from './verify.js';

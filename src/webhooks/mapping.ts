@@ -14,8 +14,8 @@ import { z } from 'zod';
 import { idempotencyKeySchema } from '../intent.js';
 import type { Problem } from '../errors.js';
 import type { JsonValue, WebhookDelivery, WebhookState } from '../intent.js';
-import { formatJsonPath, readJsonPath, webhookStates } from './source.js';
-import type { JsonPath, WebhookSource } from './source.js';
+import { formatJsonPath, readJsonPath, webhookStates } from '../webhook-config.js';
+import type { JsonPath, WebhookSource } from '../webhook-config.js';
 
 export type MappedDelivery =
   | { kind: 'evidence'; key: string; delivery: WebhookDelivery }

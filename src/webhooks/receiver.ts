@@ -48,7 +48,7 @@ import { webhookOrphanWorkflow, webhookUpdate } from '../workflows/index.js';
 import { mapDelivery } from './mapping.js';
 import type { Problem } from '../errors.js';
 import { DeliveryOutcome, WebhookMetrics } from './metrics.js';
-import type { WebhookSource } from './source.js';
+import type { WebhookSource } from '../webhook-config.js';
 import { verifierFor } from './verify.js';
 import type { Verifier } from './verify.js';
 import { WebhookNotStoredError, describeProblem } from '../errors.js';

@@ -20,7 +20,7 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import type { VerifySettings } from './source.js';
+import type { VerifySettings } from '../webhook-config.js';
 
 export type Verification = { ok: true } | { ok: false; reason: string };
 

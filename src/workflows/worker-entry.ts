@@ -7,7 +7,7 @@
  * was created, for the Temporal UI's "Stack Trace" tab: at each promise it captures a stack and maps each frame
  * through the bundle's source map. An intent creates dozens of promises per workflow task (its own awaits and the
  * SDK's timers, conditions and cancellation scopes), so that bookkeeping was a quarter of the worker's CPU per intent
- * put to sleep (docs/benchmarks.md, "Session 7"). With one frame an error thrown in intent code still says where
+ * put to sleep (docs/benchmarks.md, "Volume"). With one frame an error thrown in intent code still says where
  * (function, file and line), and the UI's stack trace of an intent shows the innermost frame of each pending promise;
  * what an intent is doing and why is in its status and the UI's current details, not in its stack.
  *

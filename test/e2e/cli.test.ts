@@ -265,6 +265,19 @@ describe('what the commands say', () => {
     const ended = await retryq(['retry-now', key]);
     expect(ended.code).toBe(5);
     expect(ended.stderr).toContain(`Intent "${key}" has already ended (cancelled)`);
+    // With --json, nothing to do is still one JSON document on stdout (and exit 5).
+    const cancelAgain = await retryq(['cancel', key, '--json']);
+    expect(cancelAgain.code).toBe(5);
+    expect(JSON.parse(cancelAgain.stdout)).toEqual({
+      key,
+      cancelRequested: false,
+      alreadyEnded: true,
+      phase: 'cancelled',
+      reservation: null,
+    });
+    const retryAgain = await retryq(['retry-now', key, '--json']);
+    expect(retryAgain.code).toBe(5);
+    expect(JSON.parse(retryAgain.stdout)).toMatchObject({ key, alreadyEnded: true, phase: 'cancelled' });
     expect((await retryq(['retry-now', `nope-${randomUUID()}`])).code).toBe(3);
   }, 120_000);
 
@@ -312,26 +325,49 @@ describe('retryq credentials', () => {
       waiting: number;
     };
     let rows: Row[] = [];
-    for (let i = 0; i < 50 && !(rows[0]?.gate.state === 'closed' && (rows[0]?.waiting ?? 0) > 0); i++) {
+    const mine = () => rows.find((r) => r.credential === credential);
+    for (let i = 0; i < 50 && !(mine()?.gate.state === 'closed' && (mine()?.waiting ?? 0) > 0); i++) {
       const r = await retryq(['credentials', '--json'], { RETRYQ_CREDENTIALS: configured });
       expect(r.code).toBe(0);
       rows = JSON.parse(r.stdout) as Row[];
     }
-    expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({
+    const row = rows.find((r) => r.credential === credential);
+    expect(row).toMatchObject({
       credential,
       budget: { totalPerMinute: 600, dispatchPerMinute: 480, inspectPerMinute: 120 },
       gate: { state: 'closed', reason: 'HTTP 429 rate_limit_exceeded (Retry-After: 3600)' },
       blocked: null,
     });
-    expect(Date.parse(rows[0]?.gate.closedUntil ?? '')).toBeGreaterThan(Date.now() + 3_000_000);
-    expect(rows[0]?.waiting).toBeGreaterThanOrEqual(1);
+    expect(Date.parse(row?.gate.closedUntil ?? '')).toBeGreaterThan(Date.now() + 3_000_000);
+    expect(row?.waiting).toBeGreaterThanOrEqual(1);
 
     const human = await retryq(['credentials'], { RETRYQ_CREDENTIALS: configured });
     expect(human.stdout).toMatch(/gate +rate limited until \d{2}:\d{2}:\d{2} UTC \(HTTP 429 rate_limit_exceeded/);
     expect(human.stdout).toContain(
       'budget     600/min: dispatch 480/min while inspections run, inspections 120/min reserved',
     );
+  });
+
+  it('lists what the running workers serve, also when this process is configured with no credential', async () => {
+    // The workers called with this credential in the test above, so its load control is active.
+    const r = await retryq(['credentials', '--json'], { RETRYQ_CREDENTIALS: '' });
+    expect(r.code).toBe(0);
+    const rows = JSON.parse(r.stdout) as {
+      credential: string;
+      configured: boolean;
+      served: boolean;
+      pollers: number;
+    }[];
+    expect(rows.find((row) => row.credential === credential)).toMatchObject({ configured: false, served: true });
+    expect(rows.find((row) => row.credential === credential)?.pollers).toBeGreaterThanOrEqual(1);
+    const human = await retryq(['credentials'], { RETRYQ_CREDENTIALS: '' });
+    expect(human.stdout).toMatch(
+      new RegExp(
+        `^${credential}\\n  workers    served by \\d+ live workers? \\(not configured in this process\\)`,
+        'm',
+      ),
+    );
+    expect(human.stdout).not.toContain('No credentials');
   });
 
   it('resumes a credential that is not blocked, and exits 3 for one that never made a call', async () => {

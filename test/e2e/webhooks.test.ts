@@ -13,7 +13,7 @@ import { workflowIdOf } from '../../src/client.js';
 import { formatStatus } from '../../src/cli.js';
 import { webhookKeyKey } from '../../src/search-attributes.js';
 import { orphanWorkflowId } from '../../src/webhooks/receiver.js';
-import { webhookSourceSchema } from '../../src/webhooks/source.js';
+import { webhookSourceSchema } from '../../src/webhook-config.js';
 import { useIntentHarness } from '../support/intent-harness.js';
 import type { IntentTest } from '../support/intent-harness.js';
 import {

@@ -9,8 +9,8 @@ import { WebhookReceiver } from '../../src/webhooks/receiver.js';
 import type { WebhookReceiverOptions } from '../../src/webhooks/receiver.js';
 import { startWebhookServer } from '../../src/webhooks/server.js';
 import type { WebhookServer } from '../../src/webhooks/server.js';
-import { webhookSourceSchema } from '../../src/webhooks/source.js';
-import type { WebhookSource } from '../../src/webhooks/source.js';
+import { webhookSourceSchema } from '../../src/webhook-config.js';
+import type { WebhookSource } from '../../src/webhook-config.js';
 
 /** The test source's signing secret. */
 export const SOURCE_SECRET = `whsec_${Buffer.from('retryq-test-webhook-secret-0001').toString('base64')}`;

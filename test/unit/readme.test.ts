@@ -4,7 +4,7 @@
  */
 import { readFile, readdir } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { CONFIG_VARIABLES, defaultWorkerTuning, loadConfig } from '../../src/config.js';
+import { CONFIG_SETTINGS, defaultWorkerTuning, loadConfig } from '../../src/config.js';
 import { DEMO_CREDENTIAL } from '../../src/demo/scenario.js';
 
 const root = new URL('../../', import.meta.url);
@@ -30,9 +30,8 @@ describe('the docs pages', () => {
 
   it('document every configuration variable the code reads (docs/configuration.md)', async () => {
     const page = await read('docs/configuration.md');
-    for (const [names] of CONFIG_VARIABLES)
-      for (const name of names.split(', '))
-        expect(page, `docs/configuration.md documents ${name}`).toContain(`\`${name}\``);
+    for (const { name } of CONFIG_SETTINGS)
+      expect(page, `docs/configuration.md documents ${name}`).toContain(`\`${name}\``);
   });
 });
 
@@ -46,7 +45,7 @@ describe('the README', () => {
     expect(stated('RETRYQ_WAKE_UPS_PER_SECOND')).toBe(defaultWorkerTuning.wakeUpsPerSecond);
     expect(stated('RETRYQ_WORKFLOW_TASK_CONCURRENCY')).toBe(defaultWorkerTuning.workflowTaskConcurrency);
     // The variables it names are the ones the configuration reads.
-    const names = CONFIG_VARIABLES.flatMap(([n]) => n.split(', '));
+    const names = CONFIG_SETTINGS.map((s) => s.name);
     for (const variable of section.match(/RETRYQ_[A-Z_]+/g) ?? []) expect(names).toContain(variable);
   });
 

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig, resolveWebhookSecrets } from '../../../src/config.js';
 import { ConfigError } from '../../../src/errors.js';
 import { mapDelivery } from '../../../src/webhooks/mapping.js';
-import { formatJsonPath, parseJsonPath, readJsonPath, webhookSourceSchema } from '../../../src/webhooks/source.js';
+import { formatJsonPath, parseJsonPath, readJsonPath, webhookSourceSchema } from '../../../src/webhook-config.js';
 import { standardWebhookHeaders, verifierFor } from '../../../src/webhooks/verify.js';
 
 const SECRET = `whsec_${Buffer.from('unit-test-secret-of-some-length').toString('base64')}`;

@@ -1,11 +1,13 @@
 /**
- * Webhook sources: how one provider's deliveries are verified and where its events say the operation's
- * idempotency key, state, result and error are. Validated with zod when the configuration is loaded
- * (`RETRYQ_WEBHOOK_SOURCES`); signing secrets are named by environment variable, never written into config.
+ * The webhook receiver's configuration: its environment variables ({@link webhookSettings}) and the webhook
+ * sources, how one provider's deliveries are verified and where its events say the operation's idempotency key,
+ * state, result and error are. Validated with zod when the configuration is loaded (`RETRYQ_WEBHOOK_SOURCES`);
+ * signing secrets are named by environment variable, never written into config. A leaf: `src/config.ts` and the
+ * receiver (`src/webhooks/`) both import it.
  *
  * @example
  * ```ts
- * import { webhookSourceSchema } from './source.js';
+ * import { webhookSourceSchema } from './webhook-config.js';
  * const source = webhookSourceSchema.parse({
  *   name: 'acme',
  *   verify: { scheme: 'standard-webhooks', secretEnv: 'ACME_WEBHOOK_SECRET' },
@@ -15,8 +17,9 @@
  * ```
  */
 import { z } from 'zod';
-import { DURATION_HINT, parseDurationMs } from '../duration.js';
-import type { WebhookState } from '../intent.js';
+import { DURATION_HINT, parseDurationMs } from './duration.js';
+import type { WebhookState } from './intent.js';
+import { byteSize, duration, jsonArray, port, setting, text } from './settings.js';
 
 /** A parsed JSON path: object keys and array indices, in order. */
 export type JsonPath = readonly (string | number)[];
@@ -303,3 +306,68 @@ export const webhookSourcesSchema = z.array(webhookSourceSchema).superRefine((so
     seen.add(s.name);
   });
 });
+
+/** The webhook receiver (`retryq webhooks`, and `retryq dev` when sources are configured). */
+export interface WebhookConfig {
+  /** Configured sources; deliveries go to `POST /webhooks/<name>`. @default [] */
+  sources: WebhookSource[];
+  /** Address the receiver binds. @default '127.0.0.1' */
+  ip: string;
+  /** The receiver's port. @default 8788 */
+  port: number;
+  /** Largest delivery body, bytes. @default 1 MiB */
+  maxBodyBytes: number;
+  /** How long storing a delivery in Temporal may take before the answer is 503, ms. @default 5000 */
+  temporalTimeoutMs: number;
+}
+
+const owner = 'Webhook receiver';
+
+/** The webhook receiver's environment variables, one row each (see `src/settings.ts`). */
+export const webhookSettings = {
+  sources: setting({
+    name: 'RETRYQ_WEBHOOK_SOURCES',
+    owner,
+    schema: jsonArray(
+      webhookSourcesSchema,
+      '[{"name":"acme","verify":{"scheme":"standard-webhooks","secretEnv":"ACME_WEBHOOK_SECRET"},' +
+        '"mapping":{"key":"idempotencyKey","state":"status"}}]',
+    ),
+    default: '[]',
+    doc: 'JSON array of sources: `name`, `verify` (scheme, `secretEnv`, tolerance), `mapping` (JSON paths) ([webhooks](webhooks.md#configuring-a-source))',
+  }),
+  ip: setting({
+    name: 'RETRYQ_WEBHOOK_IP',
+    owner,
+    schema: text,
+    default: '127.0.0.1',
+    doc: 'address the receiver binds',
+  }),
+  port: setting({
+    name: 'RETRYQ_WEBHOOK_PORT',
+    owner,
+    schema: port,
+    default: '8788',
+    doc: "the receiver's port (`retryq webhooks --port` overrides it)",
+  }),
+  maxBody: setting({
+    name: 'RETRYQ_WEBHOOK_MAX_BODY',
+    owner,
+    schema: byteSize(
+      1024,
+      64 * 1024 * 1024,
+      "must be a size between 1KiB and 64MiB, such as '1MiB', '512KiB' or 1048576",
+    ),
+    default: '1MiB',
+    unit: 'bytes, `KiB`, `MiB`',
+    doc: 'largest delivery body (1 KiB to 64 MiB); a larger one gets 413',
+  }),
+  temporalTimeout: setting({
+    name: 'RETRYQ_WEBHOOK_TEMPORAL_TIMEOUT',
+    owner,
+    schema: duration,
+    default: '5s',
+    unit: 'duration',
+    doc: 'how long Temporal may take to store a delivery before the answer is 503 (the provider redelivers)',
+  }),
+} as const;
