@@ -10,6 +10,9 @@
  *   inspection reserve inside it) across all worker processes, and holds them while the credential's gate is
  *   closed after a rate limit or the credential is blocked after a quota answer.
  *
+ * Credentials come from the environment (`RETRYQ_CREDENTIALS` and a variable per secret: `loadConfig`,
+ * `resolveSecrets`) or from the application's own code ({@link credentialsInCode}: a file, a secret store).
+ *
  * `npx retryq worker` does exactly what the example does. The intent workflow's bundle is built with webpack on
  * first use and cached on disk (`node_modules/.cache/retryq`), keyed by the code it contains.
  *
