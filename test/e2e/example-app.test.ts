@@ -44,5 +44,7 @@ describe('the example application, installed from the packed tarball outside the
     expect(stdout).toMatch(/^ok 1 - a charge rate-limited for an hour/m);
     expect(stdout).toMatch(/^# pass 1$/m);
     expect(stdout).toMatch(/^# fail 0$/m);
+    // The test server came from retryq's per-user binaries folder: nothing of it in the application's folder.
+    expect((await readdir(app)).filter((f) => /^\.tools$|venv/.test(f))).toEqual([]);
   }, 240_000);
 });
