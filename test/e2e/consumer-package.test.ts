@@ -9,97 +9,22 @@
  * And a TypeScript consumer (plus every entry point's @example) type-checks against the shipped `.d.ts` with
  * `strict` on.
  */
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDevServerEnvironment } from '../../src/testing.js';
-
-const execFileAsync = promisify(execFile);
-const repo = path.resolve(import.meta.dirname, '../..');
-const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+import { installPacked, npm, packRetryq, repo, sh } from '../support/packed-package.js';
 
 let tmp: string;
 let app: string;
-let tarball: string;
 let env: TestWorkflowEnvironment;
 const children: ChildProcess[] = [];
-
-interface LockEntry {
-  version?: string;
-  dev?: boolean;
-  link?: boolean;
-  dependencies?: Record<string, string>;
-  optionalDependencies?: Record<string, string>;
-  [k: string]: unknown;
-}
-interface Lock {
-  packages: Record<string, LockEntry>;
-}
-
-/**
- * The application's package-lock.json: retryq from the tarball, and for its dependencies (and the optional peer
- * @temporalio/testing, for the type check of retryq/testing) exactly the versions the repository's lock pins,
- * so `npm ci --offline` finds every tarball in the cache without asking the registry for package metadata.
- */
-function appLock(repoLock: Lock, tgz: string, extra: string[]): Lock {
-  const self = repoLock.packages['']!;
-  const packages: Record<string, LockEntry> = {};
-  const wanted = new Set<string>();
-  const visit = (from: string, name: string) => {
-    // Node's resolution: the nearest node_modules/<name> from the requiring package upwards.
-    for (let dir = from; ; dir = dir.slice(0, Math.max(0, dir.lastIndexOf('/node_modules/')))) {
-      const candidate = `${dir ? `${dir}/` : ''}node_modules/${name}`;
-      if (repoLock.packages[candidate]) {
-        if (wanted.has(candidate)) return;
-        wanted.add(candidate);
-        const e = repoLock.packages[candidate];
-        for (const dep of Object.keys({ ...e.dependencies, ...e.optionalDependencies })) visit(candidate, dep);
-        return;
-      }
-      if (!dir) return;
-    }
-  };
-  for (const dep of [...Object.keys(self.dependencies ?? {}), ...extra]) visit('', dep);
-  for (const p of [...wanted].sort()) {
-    const { dev: _dev, ...entry } = repoLock.packages[p]!;
-    packages[p] = entry;
-  }
-  const devDependencies = (self['devDependencies'] ?? {}) as Record<string, string>;
-  return {
-    packages: {
-      '': {
-        name: 'consumer-app',
-        version: '1.0.0',
-        dependencies: {
-          retryq: `file:${tgz}`,
-          ...Object.fromEntries(extra.map((e) => [e, devDependencies[e]!])),
-        },
-      },
-      'node_modules/retryq': {
-        version: self.version!,
-        resolved: `file:${tgz}`,
-        dependencies: self.dependencies!,
-        bin: self['bin'],
-        engines: self['engines'],
-        peerDependencies: self['peerDependencies'],
-        peerDependenciesMeta: self['peerDependenciesMeta'],
-      },
-      ...packages,
-    },
-    ...{ name: 'consumer-app', version: '1.0.0', lockfileVersion: 3, requires: true },
-  };
-}
-
-async function sh(cmd: string, args: string[], cwd: string, extraEnv: NodeJS.ProcessEnv = {}) {
-  return execFileAsync(cmd, args, { cwd, env: { ...process.env, ...extraEnv }, maxBuffer: 64 * 1024 * 1024 });
-}
 
 /** Starts a long-running command in the app and resolves once `ready` matches its output. */
 async function start(args: string[], extraEnv: NodeJS.ProcessEnv, ready: RegExp): Promise<{ output: () => string }> {
@@ -146,18 +71,14 @@ async function stopAll(): Promise<void> {
 }
 
 beforeAll(async () => {
-  // The package as it would be published: `npm pack` runs `prepack`, which builds dist/ when it is stale.
+  // The package as it would be published, installed offline from the npm cache that `npm ci` filled.
   tmp = await mkdtemp(path.join(os.tmpdir(), 'retryq-consumer-'));
-  const { stdout } = await sh(npm, ['pack', '--json', '--pack-destination', tmp], repo);
-  const packed = (JSON.parse(stdout) as { filename: string }[])[0]!;
-  tarball = path.join(tmp, packed.filename);
+  const tarball = await packRetryq(tmp);
   app = path.join(tmp, 'app');
   await mkdir(app);
   const repoPkg = JSON.parse(await readFile(path.join(repo, 'package.json'), 'utf8')) as {
-    overrides?: Record<string, string>;
     devDependencies: Record<string, string>;
   };
-  const extra = ['@temporalio/testing'];
   await writeFile(
     path.join(app, 'package.json'),
     JSON.stringify({
@@ -165,17 +86,11 @@ beforeAll(async () => {
       version: '1.0.0',
       private: true,
       type: 'module',
-      dependencies: {
-        retryq: `file:${tarball}`,
-        '@temporalio/testing': repoPkg.devDependencies['@temporalio/testing'],
-      },
-      // The repository's lock was resolved under its overrides; the app pins the same versions.
-      overrides: { protobufjs: repoPkg.overrides?.['protobufjs'] },
+      // @temporalio/testing: the optional peer, for the type check of retryq/testing.
+      dependencies: { retryq: '^0.1.0', '@temporalio/testing': repoPkg.devDependencies['@temporalio/testing'] },
     }),
   );
-  const repoLock = JSON.parse(await readFile(path.join(repo, 'package-lock.json'), 'utf8')) as Lock;
-  await writeFile(path.join(app, 'package-lock.json'), JSON.stringify(appLock(repoLock, tarball, extra), null, 2));
-  await sh(npm, ['ci', '--offline', '--no-audit', '--no-fund', '--loglevel=error'], app);
+  await installPacked(app, tarball);
   env = await createDevServerEnvironment();
 }, 300_000);
 

@@ -73,10 +73,34 @@ describe('the README', () => {
     expect(defaults.temporal.address).toBe('127.0.0.1:7233');
   });
 
+  it("shows the example application's files exactly as they are (its own test runs them: test/e2e/example-app.test.ts)", async () => {
+    const readme = await read('README.md');
+    const section = readme.slice(readme.indexOf('## Use it in your application'), readme.indexOf('## Guarantees'));
+    const blocks = [...section.matchAll(/```(js|json)\n([\s\S]*?)```/g)];
+    // Each code block follows the sentence that names its file: "… `src/workers.mjs`:" or "… `worker.mjs` runs …:".
+    const shown = [...section.matchAll(/`([\w/.-]+\.(?:mjs|json))`[^`\n]*:\n\n```(?:js|json)\n([\s\S]*?)```/g)];
+    expect(shown.map((m) => m[1])).toEqual([
+      'credentials.json',
+      'src/workers.mjs',
+      'worker.mjs',
+      'src/charge.mjs',
+      'test/charge.test.mjs',
+    ]);
+    expect(shown).toHaveLength(blocks.length);
+    for (const [, file, code] of shown) expect(code, file).toBe(await read(`examples/app/${file}`));
+  });
+
   it('stays a short path: what, two commands, a first intent, guarantees, the figures at volume, links', async () => {
     const readme = await read('README.md');
     const headings = [...readme.matchAll(/^## (.+)$/gm)].map((m) => m[1]);
-    expect(headings).toEqual(['Quick start', 'Your first intent', 'Guarantees', 'At volume', 'Documentation']);
+    expect(headings).toEqual([
+      'Quick start',
+      'Your first intent',
+      'Use it in your application',
+      'Guarantees',
+      'At volume',
+      'Documentation',
+    ]);
   });
 
   it('draws every room of src/ in the development page', async () => {
