@@ -1,10 +1,10 @@
 /**
  * The typed failure vocabulary shared by activities and workflows: one `const` object plus a same-named type,
  * the shape of the details, and the one place that encodes ({@link dispatchFailure}) and decodes
- * ({@link evidenceFromFailure}) them.
+ * ({@link answerFromFailure}) them.
  *
  * Activities throw `ApplicationFailure`s whose `type` is a {@link FailureType} and whose first detail is
- * {@link FailureDetails} (the evidence). Workflows recognise them with {@link evidenceFromFailure}, by `type` and a
+ * {@link FailureDetails} (the evidence). Workflows recognise them with {@link answerFromFailure}, by `type` and a
  * structural check of the details, never by `instanceof` of our own classes or by message text.
  *
  * Workflow-safe and light: no zod and nothing built at module load, because the SDK loads a workflow's modules
@@ -13,7 +13,7 @@
  *
  * @example
  * ```ts
- * import { dispatchFailure, evidenceFromFailure } from './failures.js';
+ * import { dispatchFailure, answerFromFailure } from './failures.js';
  * const failure = dispatchFailure({ method: 'POST', status: 429, sent: 'yes' }, { kind: 'rate_limited', retryAfter: { kind: 'absent' } }, 'POST api.example.com/v1/charges');
  * failure.type; // 'RateLimited'
  * ```
