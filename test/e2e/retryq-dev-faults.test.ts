@@ -75,34 +75,33 @@ async function devEnv(dataDir: string): Promise<NodeJS.ProcessEnv> {
 
 /**
  * Runs `retryq dev` as a user would. `mount` runs it in a private mount namespace with a tmpfs (options given)
- * mounted on the data dir's parent; `uid` runs it as that user.
+ * mounted on the data dir's parent; `uid` runs it as that user (needs root), from a view of the clone that this
+ * user can reach whatever folder the clone lives in (see {@link asUser}).
  */
 async function runDev(
   dataDir: string,
   opts: { mount?: string; uid?: number; env?: NodeJS.ProcessEnv } = {},
 ): Promise<Dev> {
   const env = opts.env ?? (await devEnv(dataDir));
-  const child = opts.mount
-    ? spawn(
-        'unshare',
-        [
-          '--mount',
-          'sh',
-          '-c',
-          `mount -t tmpfs -o ${opts.mount} tmpfs "$1" && shift && exec "$@"`,
-          'sh',
-          path.dirname(dataDir),
-          process.execPath,
-          ...cliArgs,
-        ],
-        { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] },
-      )
-    : spawn(process.execPath, cliArgs, {
-        cwd: root,
-        env,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        ...(opts.uid !== undefined ? { uid: opts.uid, gid: opts.uid } : {}),
-      });
+  const child =
+    opts.uid !== undefined
+      ? await asUser(opts.uid, env)
+      : opts.mount
+        ? spawn(
+            'unshare',
+            [
+              '--mount',
+              'sh',
+              '-c',
+              `mount -t tmpfs -o ${opts.mount} tmpfs "$1" && shift && exec "$@"`,
+              'sh',
+              path.dirname(dataDir),
+              process.execPath,
+              ...cliArgs,
+            ],
+            { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] },
+          )
+        : spawn(process.execPath, cliArgs, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   let out = '';
   const waiters = new Set<() => void>();
@@ -140,6 +139,25 @@ async function runDev(
       check();
     });
   return { child, dataDir, env, output: () => out, exited, waitFor };
+}
+
+/**
+ * `retryq dev` as user `uid`. The clone may live inside a folder only root may enter (a `mktemp -d` folder,
+ * `/root`), where that user cannot read the CLI or its node_modules. So it runs in a private mount namespace where
+ * the clone is bind-mounted on a folder under this file's temporary folder (mode 755), and is started from there:
+ * nothing on the machine changes, and the user reaches the clone without passing through its parent folders.
+ */
+async function asUser(uid: number, env: NodeJS.ProcessEnv): Promise<ChildProcess> {
+  const view = await mkdtemp(path.join(tmp, 'clone-'));
+  await chmod(view, 0o755);
+  const script = 'mount --bind "$1" "$2" && cd "$2" && shift 2 && exec setpriv "$@"';
+  const setpriv = [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--'];
+  const cli = ['--import', 'tsx', path.join(view, 'src/cli.ts'), ...cliArgs.slice(3)];
+  return spawn('unshare', ['--mount', 'sh', '-c', script, 'sh', root, view, ...setpriv, process.execPath, ...cli], {
+    cwd: tmp,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 }
 
 interface DevState {
