@@ -5,12 +5,13 @@
  * process started is killed in teardown.
  */
 import { execFile, spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
+import type { ChildProcess, ChildProcessByStdio } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RetryqClient } from '../../src/client.js';
@@ -147,7 +148,7 @@ async function runDev(
  * the clone is bind-mounted on a folder under this file's temporary folder (mode 755), and is started from there:
  * nothing on the machine changes, and the user reaches the clone without passing through its parent folders.
  */
-async function asUser(uid: number, env: NodeJS.ProcessEnv): Promise<ChildProcess> {
+async function asUser(uid: number, env: NodeJS.ProcessEnv): Promise<ChildProcessByStdio<null, Readable, Readable>> {
   const view = await mkdtemp(path.join(tmp, 'clone-'));
   await chmod(view, 0o755);
   const script = 'mount --bind "$1" "$2" && cd "$2" && shift 2 && exec setpriv "$@"';
