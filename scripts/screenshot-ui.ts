@@ -3,7 +3,7 @@
  * summary (terminal-summary.png), the workflows list filtered by retryq's search attributes (ui-list-waiting.png)
  * and a waiting intent's User Metadata tab (ui-intent-details.png).
  *
- * Usage: `npm run screenshot:ui [-- --out <dir>] [-- --demo-args '<retryq dev demo flags>']` (default: docs/, the
+ * Usage: `npm run screenshot:ui -- [--out <dir>] [--demo-args='<retryq dev demo flags>']` (default: docs/, the
  * default demo).
  */
 import { randomUUID } from 'node:crypto';

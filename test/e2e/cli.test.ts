@@ -245,8 +245,7 @@ describe('what the commands say', () => {
     const key = `hold-${randomUUID()}`;
     expect((await retryq(submitArgs(key, 100, `${credential}-wait`))).code).toBe(0);
     const rq = new RetryqClient({ client: env.client, taskQueuePrefix: prefix });
-    for (let i = 0; i < 100 && (await rq.status(key)).phase !== 'waiting'; i++)
-      await new Promise((r) => setTimeout(r, 100));
+    await expect.poll(async () => (await rq.status(key)).phase, { timeout: 10_000, interval: 100 }).toBe('waiting');
     // The intent waits for its own Retry-After, or for the credential's gate an earlier 429 closed: either way the
     // report names the real time and the reason.
     const json = JSON.parse((await retryq(['retry-now', key, '--json'])).stdout) as {

@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { promisify } from 'node:util';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RetryqClient } from '../../src/client.js';
 import { loadConfig } from '../../src/config.js';
 import { DEV_STATE_FILE } from '../../src/dev/data-dir-lock.js';
@@ -191,12 +191,18 @@ function listening(port: string | undefined): Promise<boolean> {
 /** Polls until neither port of the data dir's server accepts connections; the time it took, or -1. */
 async function untilNothingListens(env: NodeJS.ProcessEnv, withinMs = 20_000): Promise<number> {
   const start = Date.now();
-  while (Date.now() - start < withinMs) {
-    if (!(await listening(env['RETRYQ_DEV_PORT'])) && !(await listening(env['RETRYQ_UI_PORT'])))
-      return Date.now() - start;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return -1;
+  return vi
+    .waitFor(
+      async () => {
+        if ((await listening(env['RETRYQ_DEV_PORT'])) || (await listening(env['RETRYQ_UI_PORT'])))
+          throw new Error('still listening');
+      },
+      { timeout: withinMs, interval: 50 },
+    )
+    .then(
+      () => Date.now() - start,
+      () => -1,
+    );
 }
 
 async function serversOn(dataDir: string): Promise<string[]> {
