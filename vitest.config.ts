@@ -1,15 +1,52 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Three tiers, one after the other (sequence.groupOrder):
+ * - unit: pure code and in-process fakes, files in parallel workers;
+ * - workflow: the time-skipping test server, one file at a time (each starts its own server);
+ * - e2e (and the UI): real dev servers, worker processes, Chromium; one file at a time, so Temporal servers and
+ *   workers of two files never starve each other on a small machine, and the wall-clock waits they still have
+ *   (Retry-After of a few seconds, gates that open at a time) keep their margins.
+ */
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     setupFiles: ['test/support/setup.ts'],
-    // The Temporal core bridge is a native addon: run each file in its own child process.
+    // The Temporal core bridge is a native addon: run test files in child processes.
     pool: 'forks',
-    // Two cores: one file at a time keeps Temporal servers and workers from starving each other.
-    fileParallelism: false,
     testTimeout: 60_000,
     hookTimeout: 180_000,
     reporters: ['default'],
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          include: ['test/unit/**/*.test.ts'],
+          fileParallelism: true,
+          // At least two even where one core is reported: most unit files wait on I/O (servers on port 0, children).
+          maxWorkers: Math.max(2, availableParallelism() - 1),
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'workflow',
+          include: ['test/workflow/**/*.test.ts'],
+          fileParallelism: false,
+          sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts', 'test/ui/**/*.test.ts'],
+          fileParallelism: false,
+          sequence: { groupOrder: 2 },
+        },
+      },
+    ],
   },
 });
