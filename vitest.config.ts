@@ -11,7 +11,6 @@ import { defineConfig } from 'vitest/config';
  */
 export default defineConfig({
   test: {
-    setupFiles: ['test/support/setup.ts'],
     // The Temporal core bridge is a native addon: run test files in child processes.
     pool: 'forks',
     testTimeout: 60_000,
@@ -23,6 +22,8 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
+          // No Temporal runtime: no unit test starts a worker or a server, and loading @temporalio/worker for
+          // the quiet runtime cost each unit file a second or more.
           fileParallelism: true,
           // At least two even where one core is reported: most unit files wait on I/O (servers on port 0, children).
           maxWorkers: Math.max(2, availableParallelism() - 1),
@@ -34,6 +35,7 @@ export default defineConfig({
         test: {
           name: 'workflow',
           include: ['test/workflow/**/*.test.ts'],
+          setupFiles: ['test/support/setup.ts'],
           fileParallelism: false,
           sequence: { groupOrder: 1 },
         },
@@ -43,6 +45,7 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts', 'test/ui/**/*.test.ts'],
+          setupFiles: ['test/support/setup.ts'],
           fileParallelism: false,
           sequence: { groupOrder: 2 },
         },
