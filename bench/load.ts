@@ -21,11 +21,9 @@
  * Options: `--intents N` (120), `--limit L` per minute (60), `--scenarios a,b,c,d,e`, `--parallel` (run the
  * scenarios at once: faster, but they share the two cores and disturb each other's timing).
  */
-import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
@@ -33,7 +31,6 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { Agent } from 'undici';
 import { RetryqClient } from '../src/client.js';
 import { credentialSchema } from '../src/config.js';
-import type { CredentialConfig } from '../src/config.js';
 import { resolveTemporalCli } from '../src/temporal/binaries.js';
 import { registerSearchAttributes } from '../src/temporal/register-search-attributes.js';
 import { installRuntime } from '../src/temporal/runtime.js';
@@ -43,6 +40,7 @@ import { credentialStateQuery, credentialWorkflowId } from '../src/workflows/ind
 import type { RetryqWorkers } from '../src/worker.js';
 import { startProviderSim } from '../src/sim/index.js';
 import type { AnsweredRequest } from '../src/sim/index.js';
+import { startWorkerProcess } from '../scripts/support/worker-process.js';
 import { plainActivities } from './load/plain-activities.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -185,29 +183,6 @@ function analyse(
   };
 }
 
-async function startChildWorker(address: string, prefix: string, credential: CredentialConfig): Promise<ChildProcess> {
-  const arg = JSON.stringify({ address, namespace: 'default', prefix, credential, secret: SECRET });
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(here, 'load', 'worker-process.ts'), arg], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker process not ready after 90 s:\n${stderr}`)), 90_000);
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      if (line.trim() === 'ready') {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`worker process exited (${code}) before it was ready:\n${stderr}`));
-    });
-  });
-  return child;
-}
-
 /** History events per intent: the median, the 90th percentile and the largest, over every intent of a scenario. */
 interface HistoryEvents {
   median: number;
@@ -261,7 +236,16 @@ async function runScenario(s: Scenario, address: string, client: Client): Promis
         credentials: [credential],
         temporal: { external: true, address, namespace: 'default', connect: { connectionOptions: { address } } },
       };
-      for (let p = 1; p < (s.processes ?? 1); p++) children.push(await startChildWorker(address, prefix, credential));
+      for (let p = 1; p < (s.processes ?? 1); p++)
+        children.push(
+          await startWorkerProcess({
+            address,
+            namespace: 'default',
+            taskQueuePrefix: prefix,
+            credentials: [credential],
+            secrets: { [credential.id]: SECRET },
+          }),
+        );
       const w = await createWorkers({
         config,
         connection,

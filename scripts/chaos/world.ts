@@ -4,15 +4,14 @@
  * processes that can be SIGKILLed, and a client. It also keeps the simulator's answer log, from which the checks
  * are made: duplicate side effects, early attempts, lost intents.
  */
-import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { RetryqClient, isFinal, workflowIdOf } from '../../src/client.js';
+import { credentialSchema } from '../../src/config.js';
+import type { CredentialConfig } from '../../src/config.js';
 import type { IntentInput, IntentOutcome, IntentStatus } from '../../src/intent.js';
 import { retryqSearchAttributes } from '../../src/search-attributes.js';
 import { startProviderSim } from '../../src/sim/index.js';
@@ -22,11 +21,23 @@ import { resolveTemporalCli } from '../../src/temporal/binaries.js';
 import { registerSearchAttributes } from '../../src/temporal/register-search-attributes.js';
 import { freePort, startDevServer } from '../../src/temporal/server-process.js';
 import type { ManagedServer } from '../../src/temporal/server-process.js';
+import { killWorkerProcess, rolesFrom, startWorkerProcess } from '../support/worker-process.js';
 
 /** The credential id the chaos workers serve; its secret is the simulator's default key. */
 export const CHAOS_CREDENTIAL = 'chaos';
 const SIM_KEY = 'sk_test_acme';
-const workerScript = fileURLToPath(new URL('./worker-process.ts', import.meta.url));
+
+/** Worker-side config of the chaos credential. */
+function chaosCredential(): CredentialConfig {
+  return credentialSchema.parse({
+    id: CHAOS_CREDENTIAL,
+    secretEnv: 'CHAOS_KEY',
+    requestsPerMinute: 6_000,
+    // Every intent of a scenario in flight at once: a kill cuts off all of their calls.
+    concurrency: 64,
+    inspectConcurrency: 16,
+  });
+}
 
 /** An answer the simulator sent, with the idempotency key it concerns (from the header, or the status URL). */
 export interface LoggedAnswer extends AnsweredRequest {
@@ -106,25 +117,19 @@ export class World {
    * `workflows,actions,inspect` (default all).
    */
   async startWorker(roles = 'workflows,actions,inspect'): Promise<ChildProcess> {
-    const args = ['--import', 'tsx', workerScript, this.address, this.prefix, SIM_KEY, roles];
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = await startWorkerProcess(
+      {
+        address: this.address,
+        namespace: 'default',
+        taskQueuePrefix: this.prefix,
+        credentials: [chaosCredential()],
+        secrets: { [CHAOS_CREDENTIAL]: SIM_KEY },
+        roles: rolesFrom(roles),
+      },
+      300_000,
+    );
     this.workers.set(child, roles);
     child.once('exit', () => this.workers.delete(child));
-    let stderr = '';
-    child.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
-    const lines = createInterface({ input: child.stdout });
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`worker process not ready after 300 s:\n${stderr}`)), 300_000);
-      lines.on('line', (line) => {
-        if (line.trim() !== 'ready') return;
-        clearTimeout(timer);
-        resolve();
-      });
-      child.once('exit', (code, signal) => {
-        clearTimeout(timer);
-        reject(new Error(`worker process exited (${code ?? signal}) before it was ready:\n${stderr}`));
-      });
-    });
     return child;
   }
 
@@ -160,10 +165,7 @@ export class World {
 
   /** SIGKILL: no drain, no goodbye to the server. */
   async killWorker(child: ChildProcess): Promise<void> {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGKILL');
-    await exited;
+    await killWorkerProcess(child);
   }
 
   /** SIGKILLs the Temporal server (its whole process group) and waits until it is gone. */

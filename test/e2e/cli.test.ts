@@ -6,8 +6,10 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RetryqClient } from '../../src/client.js';
+import { credentialSchema } from '../../src/config.js';
+import { credentialsReport } from '../../src/load-control/credentials-report.js';
 import { createDevServerEnvironment } from '../../src/testing.js';
 import { createWorkers } from '../../src/worker.js';
 import type { RetryqWorkers } from '../../src/worker.js';
@@ -18,6 +20,11 @@ const execFileAsync = promisify(execFile);
 const root = new URL('../../', import.meta.url).pathname;
 const prefix = `cli-${randomUUID().slice(0, 8)}`;
 const credential = 'acme-cli';
+// Every command is a fresh Node process that compiles the CLI with tsx: seconds each on a busy machine, and a test
+// runs up to five of them.
+vi.setConfig({ testTimeout: 180_000 });
+/** How the tests poll an intent's status: every 100 ms, for up to 20 s. */
+const poll = { timeout: 20_000, interval: 100 };
 
 let env: TestWorkflowEnvironment;
 let sim: ProviderSim;
@@ -176,12 +183,12 @@ describe('retryq status, list and cancel', () => {
     const key = `hold-${randomUUID()}`;
     expect((await retryq(submitArgs(key, 100, `${credential}-wait`))).code).toBe(0);
 
-    let status: { phase: string; permittedAt?: string } = { phase: '' };
-    for (let i = 0; i < 50 && status.phase !== 'waiting'; i++) {
-      const r = await retryq(['status', key, '--json']);
-      expect(r.code).toBe(0);
-      status = JSON.parse(r.stdout) as typeof status;
-    }
+    // Wait through the client (a command per poll costs seconds on a busy machine), then ask the command once.
+    const rq = new RetryqClient({ client: env.client, taskQueuePrefix: prefix });
+    await expect.poll(async () => (await rq.status(key)).phase, poll).toBe('waiting');
+    const json = await retryq(['status', key, '--json']);
+    expect(json.code).toBe(0);
+    const status = JSON.parse(json.stdout) as { phase: string; permittedAt?: string };
     expect(status.phase).toBe('waiting');
     expect(status.permittedAt).toMatch(/^\d{4}-/);
 
@@ -189,12 +196,12 @@ describe('retryq status, list and cancel', () => {
     expect(human.stdout).toMatch(/phase +waiting/);
     expect(human.stdout).toMatch(/last +HTTP 429 rate_limit_exceeded → rate_limited \(Retry-After 3600\)/);
 
-    let listed: { key: string; phase: string }[] = [];
-    for (let i = 0; i < 50 && !listed.some((r) => r.key === key); i++) {
-      const r = await retryq(['list', '--phase', 'waiting', '--credential', `${credential}-wait`, '--json']);
-      expect(r.code).toBe(0);
-      listed = JSON.parse(r.stdout) as typeof listed;
-    }
+    // Visibility is eventually consistent: wait until the list has it, then list with the command.
+    const filter = { phase: 'waiting', credential: `${credential}-wait` };
+    await expect.poll(async () => (await rq.list(filter)).some((e) => e.key === key), poll).toBe(true);
+    const list = await retryq(['list', '--phase', 'waiting', '--credential', `${credential}-wait`, '--json']);
+    expect(list.code).toBe(0);
+    const listed = JSON.parse(list.stdout) as { key: string; phase: string }[];
     expect(listed.find((r) => r.key === key)).toMatchObject({ phase: 'waiting' });
 
     const cancel = await retryq(['cancel', key, '--reason', 'customer withdrew', '--json']);
@@ -221,7 +228,8 @@ describe('retryq status, list and cancel', () => {
     const key = `hold-${randomUUID()}`;
     expect((await retryq(submitArgs(key, 100, `${credential}-term`))).code).toBe(0);
     const handle = env.client.workflow.getHandle(`intent:${key}`);
-    for (let i = 0; i < 50 && (await retryq(['status', key, '--json'])).stdout.indexOf('"waiting"') < 0; i++);
+    const rq = new RetryqClient({ client: env.client, taskQueuePrefix: prefix });
+    await expect.poll(async () => (await rq.status(key)).phase, poll).toBe('waiting');
     await handle.terminate('operator cleanup');
     const r = await retryq(['status', key, '--json']);
     expect(r.code).toBe(0);
@@ -245,8 +253,7 @@ describe('what the commands say', () => {
     const key = `hold-${randomUUID()}`;
     expect((await retryq(submitArgs(key, 100, `${credential}-wait`))).code).toBe(0);
     const rq = new RetryqClient({ client: env.client, taskQueuePrefix: prefix });
-    for (let i = 0; i < 100 && (await rq.status(key)).phase !== 'waiting'; i++)
-      await new Promise((r) => setTimeout(r, 100));
+    await expect.poll(async () => (await rq.status(key)).phase, poll).toBe('waiting');
     // The intent waits for its own Retry-After, or for the credential's gate an earlier 429 closed: either way the
     // report names the real time and the reason.
     const json = JSON.parse((await retryq(['retry-now', key, '--json'])).stdout) as {
@@ -324,14 +331,18 @@ describe('retryq credentials', () => {
       inFlight: number;
       waiting: number;
     };
-    let rows: Row[] = [];
-    const mine = () => rows.find((r) => r.credential === credential);
-    for (let i = 0; i < 50 && !(mine()?.gate.state === 'closed' && (mine()?.waiting ?? 0) > 0); i++) {
-      const r = await retryq(['credentials', '--json'], { RETRYQ_CREDENTIALS: configured });
-      expect(r.code).toBe(0);
-      rows = JSON.parse(r.stdout) as Row[];
-    }
-    const row = rows.find((r) => r.credential === credential);
+    // Wait through the library the command uses (a command per poll costs seconds on a busy machine).
+    const credentials = [credentialSchema.parse({ id: credential, secretEnv: 'UNUSED' })];
+    await expect
+      .poll(async () => {
+        const [row] = await credentialsReport({ client: env.client, prefix, credentials });
+        return row?.gate.state === 'closed' && (row.waiting ?? 0) > 0;
+      }, poll)
+      .toBe(true);
+    const r = await retryq(['credentials', '--json'], { RETRYQ_CREDENTIALS: configured });
+    expect(r.code).toBe(0);
+    const rows = JSON.parse(r.stdout) as Row[];
+    const row = rows.find((x) => x.credential === credential);
     expect(row).toMatchObject({
       credential,
       budget: { totalPerMinute: 600, dispatchPerMinute: 480, inspectPerMinute: 120 },

@@ -47,13 +47,13 @@ describe('the real dev server', () => {
       workflowId,
     });
     await handle.result();
-    let ids: string[] = [];
-    for (let i = 0; i < 50 && ids.length === 0; i++) {
-      ids = [];
+    // Visibility is eventually consistent: poll the list until the workflow shows.
+    const listed = async () => {
+      const ids: string[] = [];
       for await (const wf of env.client.workflow.list({ query: `RetryPhase = "${phase}"` })) ids.push(wf.workflowId);
-      if (ids.length === 0) await new Promise((r) => setTimeout(r, 200));
-    }
-    expect(ids).toEqual([workflowId]);
+      return ids;
+    };
+    await expect.poll(listed, { timeout: 10_000, interval: 200 }).toEqual([workflowId]);
     const desc = await handle.describe();
     expect(desc.typedSearchAttributes.get(retryPhaseKey)).toBe(phase);
   });

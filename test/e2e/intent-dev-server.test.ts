@@ -4,7 +4,7 @@
  * a worker is killed (invariant 11), and continue-as-new when the server suggests it (a low history threshold is
  * set through dynamic config). Real time: every wait here is a few seconds at most.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { workflowIdOf } from '../../src/client.js';
 import { IdempotencyConflictError } from '../../src/errors.js';
 import type { ScenarioInput } from '../../src/sim/index.js';
@@ -29,15 +29,16 @@ async function runsOf(
   key: string,
   settled: (runs: { runId: string; status: string }[]) => boolean,
 ): Promise<{ runId: string; status: string }[]> {
-  let runs: { runId: string; status: string }[] = [];
-  for (let i = 0; i < 100; i++) {
-    runs = [];
-    for await (const wf of t.env.client.workflow.list({ query: `WorkflowId = "${workflowIdOf(key)}"` }))
-      runs.push({ runId: wf.runId, status: wf.status.name });
-    if (settled(runs)) return runs;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`visibility never settled for ${key}: ${JSON.stringify(runs)}`);
+  return vi.waitFor(
+    async () => {
+      const runs: { runId: string; status: string }[] = [];
+      for await (const wf of t.env.client.workflow.list({ query: `WorkflowId = "${workflowIdOf(key)}"` }))
+        runs.push({ runId: wf.runId, status: wf.status.name });
+      if (!settled(runs)) throw new Error(`visibility never settled for ${key}: ${JSON.stringify(runs)}`);
+      return runs;
+    },
+    { timeout: 10_000, interval: 100 },
+  );
 }
 
 describe('when the same idempotency key is submitted again (invariant 1)', () => {
@@ -135,13 +136,16 @@ describe('visibility', () => {
       await t.waitForStatus(waiting.idempotencyKey, (s) => s.phase === 'waiting', 'waiting');
       const keys = async (filter: Parameters<IntentTest['client']['list']>[0]) =>
         (await t.client.list(filter)).map((e) => e.key).sort();
-      let waitingKeys: string[] = [];
-      for (let i = 0; i < 100; i++) {
-        waitingKeys = await keys({ phase: 'waiting' });
-        if (waitingKeys.length > 0 && (await keys({ phase: 'succeeded' })).length > 0) break;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      expect(waitingKeys).toEqual([waiting.idempotencyKey]);
+      // Visibility is eventually consistent: poll until both show.
+      await expect
+        .poll(
+          async () => ({
+            waiting: await keys({ phase: 'waiting' }),
+            succeeded: (await keys({ phase: 'succeeded' })).includes(done.idempotencyKey),
+          }),
+          { timeout: 10_000, interval: 100 },
+        )
+        .toEqual({ waiting: [waiting.idempotencyKey], succeeded: true });
       expect(await keys({ phase: 'succeeded', credential: CREDENTIAL })).toEqual([done.idempotencyKey]);
       expect(await keys({ credential: CREDENTIAL })).toEqual([done.idempotencyKey, waiting.idempotencyKey].sort());
       expect(await keys({ credential: 'nobody' })).toEqual([]);

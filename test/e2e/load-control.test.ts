@@ -139,7 +139,11 @@ describe('when the provider answers one dispatch of a credential with 429 (invar
     await t.submit(first);
     const limited = await t.waitForStatus(first.idempotencyKey, (s) => s.phase === 'waiting', 'waiting');
     await processes.kill(a);
-    await new Promise((r) => setTimeout(r, Math.max(0, ms(limited.permittedAt) - Date.now()) + 200));
+    // The gate is a time: wait until it passed (no worker runs now, so there is nothing else to wait on).
+    await vi.waitFor(() => expect(Date.now()).toBeGreaterThan(ms(limited.permittedAt) + 200), {
+      timeout: 60_000,
+      interval: 100,
+    });
     await t.run(async () => {
       const next = t.intent();
       await t.submit(next);
@@ -199,8 +203,9 @@ describe('when a quota or spending-limit answer blocks the credential', () => {
 
       // The resume wakes the intents it finds waiting through visibility (eventually consistent): let it see them.
       const waiting = `Credential = "${CREDENTIAL}" AND RetryPhase = "waiting" AND ExecutionStatus = "Running"`;
-      for (let i = 0; i < 100 && (await t.env.client.workflow.count(waiting)).count < inputs.length; i++)
-        await new Promise((r) => setTimeout(r, 100));
+      await expect
+        .poll(async () => (await t.env.client.workflow.count(waiting)).count, { timeout: 10_000, interval: 100 })
+        .toBeGreaterThanOrEqual(inputs.length);
       const resumed = await resumeCredential({ client: t.env.client, prefix: t.prefix, credential: CREDENTIAL });
       expect(resumed.wasBlocked?.reason).toContain('spending_limit_exceeded');
       // Woken at once by the resume, and sent once each.
@@ -230,8 +235,9 @@ describe('while dispatches of a credential are gated', () => {
     await t.run(async () => {
       await t.submit(lost);
       // The lost write reached the provider (committed) and its answer will never come…
-      for (let i = 0; i < 100 && t.sim.operations({ idempotencyKey: lost.idempotencyKey }).length === 0; i++)
-        await new Promise((r) => setTimeout(r, 20));
+      await expect
+        .poll(() => t.sim.operations({ idempotencyKey: lost.idempotencyKey }).length, { timeout: 10_000, interval: 20 })
+        .toBeGreaterThan(0);
       // …meanwhile another dispatch meets a 429 that closes the credential's dispatch gate for 30 s.
       await t.submit(first);
       const limited = await t.waitForStatus(first.idempotencyKey, (s) => s.phase === 'waiting', 'rate limited');
@@ -242,7 +248,9 @@ describe('while dispatches of a credential are gated', () => {
       const inspections = t.inspections(lost.idempotencyKey);
       expect(inspections.length).toBeGreaterThanOrEqual(1);
       expect(inspections[0]?.activity?.scheduledAtMs).toBeGreaterThanOrEqual(closedAt - 1000);
-      expect(Date.now()).toBeLessThan(ms(limited.permittedAt));
+      // It ended before the gate opened: the server's close time of its workflow, not this test's clock.
+      const lostRun = await t.env.client.workflow.getHandle(workflowIdOf(lost.idempotencyKey)).describe();
+      expect(lostRun.closeTime?.getTime()).toBeLessThan(ms(limited.permittedAt));
       expect(t.dispatches(lost.idempotencyKey)).toHaveLength(1);
       expect(t.sim.sideEffects(lost.idempotencyKey)).toBe(1);
       await t.env.client.workflow.getHandle(workflowIdOf(first.idempotencyKey)).terminate('test done');

@@ -7,7 +7,7 @@
  * through meets Temporal's own refusal, which retryq must pass on in its words.
  */
 import { WorkflowNotFoundError } from '@temporalio/common';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { RetryqClient, workflowIdOf } from '../../src/client.js';
 import { IntentValidationError } from '../../src/errors.js';
 import { CredentialNotServedError, TemporalRequestError } from '../../src/errors.js';
@@ -25,14 +25,16 @@ const h = useIntentHarness('dev-server', {
   ],
 });
 
-/** Polls (real time, bounded) until `check` returns a value. */
+/** Polls (every 100 ms, for up to 30 s) until `check` returns a value. */
 async function eventually<T>(what: string, check: () => Promise<T | undefined>): Promise<T> {
-  for (let i = 0; i < 300; i++) {
-    const value = await check();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${what} never happened`);
+  return vi.waitFor(
+    async () => {
+      const value = await check();
+      if (value === undefined) throw new Error(`${what} never happened`);
+      return value;
+    },
+    { timeout: 30_000, interval: 100 },
+  );
 }
 
 /** A client of this test's queues that checks credentials and reports stalls after `stallMs`. */

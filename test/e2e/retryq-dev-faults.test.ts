@@ -5,14 +5,15 @@
  * process started is killed in teardown.
  */
 import { execFile, spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
+import type { ChildProcess, ChildProcessByStdio } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import { promisify } from 'node:util';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RetryqClient } from '../../src/client.js';
 import { loadConfig } from '../../src/config.js';
 import { DEV_STATE_FILE } from '../../src/dev/data-dir-lock.js';
@@ -75,34 +76,33 @@ async function devEnv(dataDir: string): Promise<NodeJS.ProcessEnv> {
 
 /**
  * Runs `retryq dev` as a user would. `mount` runs it in a private mount namespace with a tmpfs (options given)
- * mounted on the data dir's parent; `uid` runs it as that user.
+ * mounted on the data dir's parent; `uid` runs it as that user (needs root), from a view of the clone that this
+ * user can reach whatever folder the clone lives in (see {@link asUser}).
  */
 async function runDev(
   dataDir: string,
   opts: { mount?: string; uid?: number; env?: NodeJS.ProcessEnv } = {},
 ): Promise<Dev> {
   const env = opts.env ?? (await devEnv(dataDir));
-  const child = opts.mount
-    ? spawn(
-        'unshare',
-        [
-          '--mount',
-          'sh',
-          '-c',
-          `mount -t tmpfs -o ${opts.mount} tmpfs "$1" && shift && exec "$@"`,
-          'sh',
-          path.dirname(dataDir),
-          process.execPath,
-          ...cliArgs,
-        ],
-        { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] },
-      )
-    : spawn(process.execPath, cliArgs, {
-        cwd: root,
-        env,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        ...(opts.uid !== undefined ? { uid: opts.uid, gid: opts.uid } : {}),
-      });
+  const child =
+    opts.uid !== undefined
+      ? await asUser(opts.uid, env)
+      : opts.mount
+        ? spawn(
+            'unshare',
+            [
+              '--mount',
+              'sh',
+              '-c',
+              `mount -t tmpfs -o ${opts.mount} tmpfs "$1" && shift && exec "$@"`,
+              'sh',
+              path.dirname(dataDir),
+              process.execPath,
+              ...cliArgs,
+            ],
+            { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] },
+          )
+        : spawn(process.execPath, cliArgs, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   let out = '';
   const waiters = new Set<() => void>();
@@ -142,6 +142,25 @@ async function runDev(
   return { child, dataDir, env, output: () => out, exited, waitFor };
 }
 
+/**
+ * `retryq dev` as user `uid`. The clone may live inside a folder only root may enter (a `mktemp -d` folder,
+ * `/root`), where that user cannot read the CLI or its node_modules. So it runs in a private mount namespace where
+ * the clone is bind-mounted on a folder under this file's temporary folder (mode 755), and is started from there:
+ * nothing on the machine changes, and the user reaches the clone without passing through its parent folders.
+ */
+async function asUser(uid: number, env: NodeJS.ProcessEnv): Promise<ChildProcessByStdio<null, Readable, Readable>> {
+  const view = await mkdtemp(path.join(tmp, 'clone-'));
+  await chmod(view, 0o755);
+  const script = 'mount --bind "$1" "$2" && cd "$2" && shift 2 && exec setpriv "$@"';
+  const setpriv = [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--'];
+  const cli = ['--import', 'tsx', path.join(view, 'src/cli.ts'), ...cliArgs.slice(3)];
+  return spawn('unshare', ['--mount', 'sh', '-c', script, 'sh', root, view, ...setpriv, process.execPath, ...cli], {
+    cwd: tmp,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
 interface DevState {
   pid: number;
   server?: { pid: number };
@@ -172,12 +191,18 @@ function listening(port: string | undefined): Promise<boolean> {
 /** Polls until neither port of the data dir's server accepts connections; the time it took, or -1. */
 async function untilNothingListens(env: NodeJS.ProcessEnv, withinMs = 20_000): Promise<number> {
   const start = Date.now();
-  while (Date.now() - start < withinMs) {
-    if (!(await listening(env['RETRYQ_DEV_PORT'])) && !(await listening(env['RETRYQ_UI_PORT'])))
-      return Date.now() - start;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return -1;
+  return vi
+    .waitFor(
+      async () => {
+        if ((await listening(env['RETRYQ_DEV_PORT'])) || (await listening(env['RETRYQ_UI_PORT'])))
+          throw new Error('still listening');
+      },
+      { timeout: withinMs, interval: 50 },
+    )
+    .then(
+      () => Date.now() - start,
+      () => -1,
+    );
 }
 
 async function serversOn(dataDir: string): Promise<string[]> {

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RetryqClient } from '../../src/client.js';
 import { credentialServing } from '../../src/served-credentials.js';
 import { startProviderSim } from '../../src/sim/index.js';
@@ -19,6 +19,8 @@ import { freePort } from '../../src/temporal/server-process.js';
 const root = new URL('../../', import.meta.url).pathname;
 const prefix = `metrics-${randomUUID().slice(0, 8)}`;
 const credential = 'metrics-cred';
+/** How the test polls a status: every 100 ms, for up to 20 s. */
+const poll = { timeout: 20_000, interval: 100 };
 
 let env: TestWorkflowEnvironment;
 let sim: ProviderSim;
@@ -52,11 +54,13 @@ beforeAll(async () => {
   });
   worker.stdout?.on('data', (d: Buffer) => (output += d.toString()));
   worker.stderr?.on('data', (d: Buffer) => (output += d.toString()));
-  for (let i = 0; i < 600 && !output.includes('retryq workers polling'); i++) {
-    if (worker.exitCode !== null) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  expect(output, output).toContain('retryq workers polling');
+  await vi.waitFor(
+    () => {
+      if (worker.exitCode !== null) throw new Error(`retryq worker exited:\n${output}`);
+      expect(output, output).toContain('retryq workers polling');
+    },
+    { timeout: 60_000, interval: 100 },
+  );
 });
 
 afterAll(async () => {
@@ -105,8 +109,7 @@ async function scrape(): Promise<{ text: string; all: Sample[] }> {
 describe('the workers metrics endpoint', () => {
   it("serves retryq's counters, the SDK's worker metrics and load control's after a small run", async () => {
     const rq = new RetryqClient({ client: env.client, taskQueuePrefix: prefix });
-    for (let i = 0; i < 100 && !(await credentialServing(env.client, prefix, credential)).served; i++)
-      await new Promise((r) => setTimeout(r, 100));
+    await expect.poll(async () => (await credentialServing(env.client, prefix, credential)).served, poll).toBe(true);
     const intent = (key: string) => ({
       idempotencyKey: key,
       credential,
@@ -124,24 +127,24 @@ describe('the workers metrics endpoint', () => {
     // A 429 with an hour's Retry-After closes the credential's gate: the next intent's dispatch is held.
     const hold = `hold-${randomUUID()}`;
     await rq.submit(intent(hold));
-    for (let i = 0; i < 100 && (await rq.status(hold)).phase !== 'waiting'; i++)
-      await new Promise((r) => setTimeout(r, 100));
+    await expect.poll(async () => (await rq.status(hold)).phase, poll).toBe('waiting');
     const held = `ok-${randomUUID()}`;
     await rq.submit(intent(held));
-    for (let i = 0; i < 100 && !(await rq.status(held)).held; i++) await new Promise((r) => setTimeout(r, 100));
-    expect((await rq.status(held)).held?.reason).toBe('rate_limited');
+    await expect.poll(async () => (await rq.status(held)).held?.reason, poll).toBe('rate_limited');
     await rq.cancel(hold, 'test over');
     await rq.cancel(held, 'test over');
     expect((await rq.result(hold)).phase).toBe('cancelled');
     expect((await rq.result(held)).phase).toBe('cancelled');
 
-    let page = await scrape();
     // The workflow counters are emitted as the workflow tasks complete: wait for the last one to show.
-    for (let i = 0; i < 50 && total(page.all, 'retryq_intents_ended_total', { phase: 'cancelled' }) < 2; i++) {
-      await new Promise((r) => setTimeout(r, 200));
-      page = await scrape();
-    }
-    const { all, text } = page;
+    const { all, text } = await vi.waitFor(
+      async () => {
+        const page = await scrape();
+        expect(total(page.all, 'retryq_intents_ended_total', { phase: 'cancelled' })).toBeGreaterThanOrEqual(2);
+        return page;
+      },
+      { timeout: 10_000, interval: 200 },
+    );
     const mine = { credential };
     expect(total(all, 'retryq_attempts_total', { ...mine, decision: 'success' })).toBe(1);
     expect(total(all, 'retryq_attempts_total', { ...mine, decision: 'unknown_outcome' })).toBe(1);

@@ -1,6 +1,6 @@
 /**
- * The credential of the intent tests, shared by the in-process harness and the worker child process (which must
- * not import vitest): its id, the simulator API key that is its secret, and its worker-side config.
+ * The credential of the intent tests, shared by the in-process harness and the worker processes
+ * (test/support/worker-process.ts): its id, the simulator API key that is its secret, and its worker-side config.
  */
 import { credentialSchema } from '../../src/config.js';
 import type { CredentialConfig } from '../../src/config.js';

@@ -33,7 +33,7 @@ import { NativeConnection } from '@temporalio/worker';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { Agent } from 'undici';
 import type { Dispatcher } from 'undici';
-import { afterAll, afterEach, beforeAll, expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, vi } from 'vitest';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { RetryqClient, workflowIdOf } from '../../src/client.js';
@@ -343,13 +343,15 @@ export function useIntentHarness(kind: HarnessKind = 'time-skipping', options: H
           }
         },
         async waitForStatus(key, predicate, what) {
-          let last: IntentStatus | undefined;
-          for (let i = 0; i < 200; i++) {
-            last = await client.status(key);
-            if (predicate(last)) return last;
-            await new Promise((r) => setTimeout(r, 50));
-          }
-          throw new Error(`status of ${key} never became ${what}; last: ${JSON.stringify(last)}`);
+          return vi.waitFor(
+            async () => {
+              const last = await client.status(key);
+              if (!predicate(last))
+                throw new Error(`status of ${key} never became ${what}; last: ${JSON.stringify(last)}`);
+              return last;
+            },
+            { timeout: 30_000, interval: 50 },
+          );
         },
         now: () => e.currentTimeMs(),
         async failureOf(key) {

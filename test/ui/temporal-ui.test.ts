@@ -1,121 +1,52 @@
 /**
  * The Temporal Web UI as the window onto every intent: runs the main job (`retryq dev` with its demo), then
- * drives real Chromium against the UI the dev server serves. Screenshots go to `test-results/` (or
- * `RETRYQ_SCREENSHOT_DIR`, e.g. `docs/` to refresh the README's pictures).
+ * drives real Chromium against the UI the dev server serves. The docs' pictures are rendered by
+ * `npm run screenshot:ui` (scripts/screenshot-ui.ts), not here.
  */
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { chromium } from 'playwright-core';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { allText, startDevUi } from '../../scripts/support/dev-ui.js';
+import type { DevUi } from '../../scripts/support/dev-ui.js';
 import { RetryqClient } from '../../src/client.js';
 import { loadConfig } from '../../src/config.js';
 import { DEMO_CREDENTIAL } from '../../src/demo/scenario.js';
 import { connectClient } from '../../src/temporal/connect.js';
-import { freePort } from '../../src/temporal/server-process.js';
 
-const root = new URL('../../', import.meta.url).pathname;
-const shots = path.resolve(root, process.env['RETRYQ_SCREENSHOT_DIR'] ?? 'test-results');
-
-let dataDir: string;
-let dev: ChildProcess;
+let ui: DevUi;
 let output = '';
 let uiPort: number;
-let browser: Browser;
 let env: NodeJS.ProcessEnv;
 
-function waitFor(text: string, timeoutMs: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const started = Date.now();
-    const timer = setInterval(() => {
-      if (output.includes(text)) {
-        clearInterval(timer);
-        resolve();
-      } else if (Date.now() - started > timeoutMs || dev.exitCode !== null) {
-        clearInterval(timer);
-        reject(new Error(`retryq dev never printed ${JSON.stringify(text)}; output:\n${output}`));
-      }
-    }, 200);
-  });
-}
-
 beforeAll(async () => {
-  expect(existsSync('/usr/bin/chromium'), 'Debian chromium must be installed (npm test installs it)').toBe(true);
-  await mkdir(shots, { recursive: true });
-  dataDir = await mkdtemp(path.join(os.tmpdir(), 'retryq-ui-'));
-  uiPort = await freePort();
-  env = {
-    ...process.env,
-    RETRYQ_DATA_DIR: dataDir,
-    RETRYQ_DEV_PORT: String(await freePort()),
-    RETRYQ_UI_PORT: String(uiPort),
-    RETRYQ_DEV_SIM_PORT: String(await freePort()),
-    RETRYQ_METRICS_PORT: String(await freePort()),
-  };
-  delete env['TEMPORAL_ADDRESS'];
-  // A quick demo by default; refresh docs/ with the full one, e.g. RETRYQ_UI_DEMO_ARGS='--demo-charges 18'.
+  // A quick demo by default; another with e.g. RETRYQ_UI_DEMO_ARGS='--demo-charges 18'.
   const demoArgs = (process.env['RETRYQ_UI_DEMO_ARGS'] ?? '--demo-charges 3 --demo-rate-limit 600').split(/\s+/);
-  dev = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'dev', ...demoArgs.filter(Boolean)], {
-    cwd: root,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  dev.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-  dev.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-  await waitFor('retryq keeps running until Ctrl-C', 240_000);
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--no-first-run',
-      '--disable-sync',
-    ],
-  });
+  ui = await startDevUi(demoArgs.filter(Boolean));
+  output = ui.output();
+  uiPort = ui.uiPort;
+  env = ui.env;
 });
 
 afterAll(async () => {
-  await browser?.close();
-  if (dev && dev.exitCode === null) {
-    const exited = new Promise((r) => dev.once('exit', r));
-    dev.kill('SIGTERM');
-    await exited;
-  }
-  await rm(dataDir, { recursive: true, force: true });
+  await ui?.stop();
 });
 
-/** The page's text including its frames (the UI renders summary and details markdown in sandboxed iframes). */
-async function allText(page: Page): Promise<string> {
-  const parts = await Promise.all(
-    page.frames().map((f) =>
-      f
-        .locator('body')
-        .innerText()
-        .catch(() => ''),
-    ),
+/** The page's text (frames included) once `ready` shows in it; the last text seen in the error otherwise. */
+function textOnceShown(page: Page, ready: RegExp, where: string, timeout = 20_000): Promise<string> {
+  return vi.waitFor(
+    async () => {
+      const text = await allText(page);
+      if (!ready.test(text)) throw new Error(`${String(ready)} never showed on ${where}; page text:\n${text}`);
+      return text;
+    },
+    { timeout, interval: 200 },
   );
-  return parts.join('\n');
 }
 
 /** Clicks a tab of the workflow page and returns the page text once `ready` shows. */
 async function openTab(page: Page, name: string, ready: RegExp): Promise<string> {
   await page.getByText(name, { exact: true }).first().click();
-  let text = '';
-  for (let i = 0; i < 75; i++) {
-    text = await allText(page);
-    if (ready.test(text)) return text;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  await page.screenshot({ path: path.join(shots, `failed-${name.replace(/\W+/g, '-')}.png`) });
-  throw new Error(`${String(ready)} never showed on the ${name} tab; page text:\n${text}`);
+  return textOnceShown(page, ready, `the ${name} tab`);
 }
 
 describe('the demo of the main job', () => {
@@ -135,17 +66,6 @@ describe('the demo of the main job', () => {
     expect(output).toMatch(/-perm-1 +failed +\d+ +0 +HTTP 403 permission_denied/);
     expect(output).toMatch(/-far-1 +expired .*past the deadline/);
   });
-
-  it('renders the terminal summary for the README', async () => {
-    const summary = output.slice(output.indexOf('Demo finished'), output.indexOf('Open http'));
-    const page = await browser.newPage({ viewport: { width: 1100, height: 100 } });
-    const text = `$ npm run dev\n…\n${summary.trimEnd()}`.replace(/[&<>]/g, (c) => `&#${c.charCodeAt(0)};`);
-    await page.setContent(
-      `<body style="margin:0;background:#1e1e1e"><pre style="margin:0;padding:18px;color:#e8e8e8;font:13px/1.35 monospace">${text}</pre></body>`,
-    );
-    await page.screenshot({ path: path.join(shots, 'terminal-summary.png'), fullPage: true });
-    await page.close();
-  });
 });
 
 describe('the Temporal UI served by retryq dev', () => {
@@ -164,20 +84,17 @@ describe('the Temporal UI served by retryq dev', () => {
       inspection: { url: `${simUrl}/v1/operations/{idempotencyKey}` },
       deadline: '3h',
     });
-    let phase = '';
-    for (let i = 0; i < 100 && phase !== 'waiting'; i++) {
-      phase = (await rq.status(key)).phase;
-      if (phase !== 'waiting') await new Promise((r) => setTimeout(r, 200));
+    try {
+      await expect.poll(async () => (await rq.status(key)).phase, { timeout: 20_000, interval: 200 }).toBe('waiting');
+    } finally {
+      await close();
     }
-    await close();
-    expect(phase).toBe('waiting');
 
-    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    const page = await ui.browser.newPage({ viewport: { width: 1400, height: 900 } });
     const query = `RetryPhase="waiting" AND Credential="${DEMO_CREDENTIAL}"`;
     await page.goto(`http://localhost:${uiPort}/namespaces/default/workflows?query=${encodeURIComponent(query)}`);
     const row = page.getByText(`intent:${key}`).first();
     await row.waitFor({ timeout: 30_000 });
-    await page.screenshot({ path: path.join(shots, 'ui-list-waiting.png') });
     const link = page.getByRole('link', { name: `intent:${key}` }).first();
     await link.click();
     await page.getByText('User Metadata', { exact: true }).first().waitFor();
@@ -189,7 +106,6 @@ describe('the Temporal UI served by retryq dev', () => {
     expect(metadata).toMatch(
       /Waiting for provider until (?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC \(Retry-After 3600 s, attempt 1[/\u2044]10\)/,
     );
-    await page.screenshot({ path: path.join(shots, 'ui-intent-details.png') });
 
     const attributes = await openTab(page, 'Search Attributes', /RetryPhase/);
     expect(attributes).toContain('"RetryPhase": "waiting"');
@@ -205,14 +121,7 @@ describe('failures and stalls in the Temporal UI', () => {
   /** Opens an intent's workflow page and returns its text once `ready` shows. */
   async function workflowPage(page: Page, key: string, ready: RegExp): Promise<string> {
     await page.goto(`http://localhost:${uiPort}/namespaces/default/workflows/${encodeURIComponent(`intent:${key}`)}`);
-    let text = '';
-    for (let i = 0; i < 100; i++) {
-      text = await allText(page);
-      if (ready.test(text)) return text;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    await page.screenshot({ path: path.join(shots, `failed-${key}.png`) });
-    throw new Error(`${String(ready)} never showed for intent:${key}; page text:\n${text}`);
+    return textOnceShown(page, ready, `the page of intent:${key}`);
   }
 
   /** No line of a stack trace (`at fn (file:line)`), and no SDK-internal wording. */
@@ -225,7 +134,7 @@ describe('failures and stalls in the Temporal UI', () => {
     const failedKey = /(demo-[\w-]+-perm-1)\b/.exec(output)?.[1];
     const expiredKey = /(demo-[\w-]+-far-1)\b/.exec(output)?.[1];
     expect(failedKey && expiredKey, output).toBeTruthy();
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const page = await ui.browser.newPage({ viewport: { width: 1400, height: 1000 } });
     const failed = await workflowPage(page, failedKey!, /Failed: POST \S+\/v1\/charges was not delivered/);
     expect(failed).toMatch(
       /Failed: POST \S+ was not delivered \(permanent failure .*HTTP 403 permission_denied\)\. No reservation/,
@@ -233,7 +142,6 @@ describe('failures and stalls in the Temporal UI', () => {
     expect(failed).toContain('No reservation is left to reconcile.');
     expect(failed).toContain('"phase": "failed"'); // the outcome, in the failure's details
     expectNoCrashLook(failed);
-    await page.screenshot({ path: path.join(shots, 'ui-failed-intent.png') });
     const expired = await workflowPage(page, expiredKey!, /Expired: POST \S+ was not delivered by the deadline/);
     expect(expired).toContain('past the deadline');
     expect(expired).toContain('"phase": "expired"');
@@ -257,10 +165,9 @@ describe('failures and stalls in the Temporal UI', () => {
         },
         { requireServedCredential: false },
       );
-      for (let i = 0; i < 100 && !(await rq.status(key)).stalled; i++) await new Promise((r) => setTimeout(r, 200));
-      expect((await rq.status(key)).stalled).toBeDefined();
+      await expect.poll(async () => (await rq.status(key)).stalled, { timeout: 20_000, interval: 200 }).toBeDefined();
 
-      const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      const page = await ui.browser.newPage({ viewport: { width: 1400, height: 900 } });
       const query = 'LastErrorCode="no_worker" AND RetryPhase="dispatching"';
       await page.goto(`http://localhost:${uiPort}/namespaces/default/workflows?query=${encodeURIComponent(query)}`);
       await page.getByText(`intent:${key}`).first().waitFor({ timeout: 30_000 });
@@ -273,7 +180,6 @@ describe('failures and stalls in the Temporal UI', () => {
       expect(metadata).toMatch(
         /No worker has served credential nobody-serves-this since (?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC/,
       );
-      await page.screenshot({ path: path.join(shots, 'ui-stalled-intent.png') });
 
       await rq.cancel(key, 'no worker will ever serve it');
       expect((await rq.result(key)).phase).toBe('cancelled');

@@ -3,7 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DEV_STATE_FILE, lockDataDir, stopOrphanServer } from '../../../src/dev/data-dir-lock.js';
 import { DataDirInUseError } from '../../../src/errors.js';
 import { processIdentity } from '../../../src/dev/process-identity.js';
@@ -33,12 +33,19 @@ function startSleeper(): ChildProcess {
   return child;
 }
 
+/** Whether the process is gone within `withinMs` (polled). */
 async function gone(pid: number, withinMs = 10_000): Promise<boolean> {
-  for (let waited = 0; waited < withinMs; waited += 50) {
-    if (!(await processIdentity(pid))) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return false;
+  return vi
+    .waitFor(
+      async () => {
+        if (await processIdentity(pid)) throw new Error(`pid ${pid} still runs`);
+      },
+      { timeout: withinMs, interval: 50 },
+    )
+    .then(
+      () => true,
+      () => false,
+    );
 }
 
 describe('the data dir lock', () => {

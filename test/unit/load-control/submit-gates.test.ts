@@ -30,6 +30,9 @@ function fakeEntity() {
   };
 }
 
+/** Resolves after every pending promise reaction ran (a lookup's answer reaching the views), not after a time. */
+const settled = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 const closed = (untilMs: number, held = 0): GateAnswer => ({
   closedUntilMs: untilMs,
   why: 'HTTP 429 rate_limit_exceeded (Retry-After: 60)',
@@ -82,7 +85,7 @@ describe('SubmitGateViews', () => {
     // The entity extends the closure: new places count from its held intents.
     e.state.answer = closed(now + 120_000, 10);
     e.open();
-    await new Promise((r) => setTimeout(r, 0));
+    await settled();
     const later = await views.holdFor('acme');
     expect(later?.untilMs).toBe(now + 120_000);
     expect(later?.wakeAtMs).toBe(now + 120_000 + 1_000); // place 10 at 600/min
@@ -114,7 +117,7 @@ describe('SubmitGateViews', () => {
     now += GATE_LOOKUP_BACKOFF_MS;
     e.state.answer = closed(now + 60_000);
     await views.holdFor('acme');
-    await new Promise((r) => setTimeout(r, 0));
+    await settled();
     expect(e.state.calls).toBe(2);
     expect(await views.holdFor('acme')).toBeDefined();
   });

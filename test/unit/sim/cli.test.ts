@@ -93,16 +93,16 @@ describe('runProviderSimCli', () => {
   });
 
   it('prints the URL, serves the scenario with flags applied, and exits 0 on shutdown', async () => {
-    const out: string[] = [];
     let stop!: () => void;
     const shutdown = new Promise<void>((resolve) => (stop = resolve));
+    let printed!: (line: string) => void;
+    const firstLine = new Promise<string>((resolve) => (printed = resolve));
     const exit = runProviderSimCli(['--scenario', examplePath, '--rate-limit-per-minute', '42'], {
-      stdout: (l) => out.push(l),
+      stdout: (l) => printed(l),
       stderr: () => undefined,
       shutdown,
     });
-    for (let i = 0; i < 500 && out.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
-    const url = out[0] ?? '';
+    const url = await firstLine;
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const res = await request(`${url}/_sim/scenario`);
     const scenario = (await res.body.json()) as { rateLimitPerMinute: number; retryAfterFormat: string };

@@ -55,13 +55,14 @@ describe('bad input', () => {
     const sim = await start();
     await new Promise<void>((resolve, reject) => {
       const socket = connect(sim.port, '127.0.0.1', () => {
+        // Gone as soon as the half body is handed to the network.
         socket.write(
           'POST /v1/charges HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk_test_acme\r\nContent-Length: 100\r\n\r\n{"a":',
+          () => {
+            socket.destroy();
+            resolve();
+          },
         );
-        setTimeout(() => {
-          socket.destroy();
-          resolve();
-        }, 20);
       });
       socket.on('error', reject);
     });

@@ -3,7 +3,7 @@
  * them over real HTTP (undici, one agent per test file), drives their clock, and closes every
  * server and connection in teardown.
  */
-import { afterAll, afterEach } from 'vitest';
+import { afterAll, afterEach, vi } from 'vitest';
 import { Agent, request } from 'undici';
 import { startProviderSim } from '../../../src/sim/index.js';
 import type { ProviderSim, ProviderSimOptions } from '../../../src/sim/index.js';
@@ -113,11 +113,12 @@ export async function failureCode(promise: Promise<unknown>): Promise<string> {
   throw new Error('expected the request to fail, but it got an answer');
 }
 
-/** Polls `check` until it returns true (real time; bounded). */
+/** Polls `check` until it returns true (bounded by `timeoutMs`). */
 export async function waitFor(check: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
+  await vi.waitFor(
+    () => {
+      if (!check()) throw new Error(`timed out waiting for ${what}`);
+    },
+    { timeout: timeoutMs, interval: 5 },
+  );
 }
