@@ -3,7 +3,7 @@
  * attempt) and the intent sleeps until its place; the client holds intents at submit; and how short an intent's
  * history stays, so that it cannot creep back up silently. Real time: waits of a few seconds.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import proto from '@temporalio/proto';
 import { RetryqClient, workflowIdOf } from '../../src/client.js';
 import { credentialWorkflowId } from '../../src/workflows/credential.js';
@@ -41,8 +41,7 @@ async function closeGateWith(
   await submit(first);
   await t.waitForStatus(first.idempotencyKey, (s) => s.phase === 'waiting', 'the first intent waiting');
   const known = () => (workers.gates?.views().get(CREDENTIAL)?.entityClosedUntil.dispatch ?? 0) > Date.now();
-  for (let i = 0; i < 50 && !known(); i++) await new Promise((r) => setTimeout(r, 50));
-  expect(known()).toBe(true);
+  await vi.waitFor(() => expect(known()).toBe(true), { timeout: 5000, interval: 50 });
 }
 
 const count = (types: string[], type: string) => types.filter((e) => e === type).length;

@@ -43,11 +43,16 @@ describe('retryq webhooks', () => {
       RETRYQ_WEBHOOK_TEMPORAL_TIMEOUT: '1s',
     });
     try {
-      let url = '';
-      for (let i = 0; i < 900 && !url; i++) {
-        url = /^(http:\/\/\S+)$/m.exec(p.output().stdout)?.[1] ?? '';
-        if (!url) await new Promise((r) => setTimeout(r, 100));
-      }
+      const url = await vi
+        .waitFor(
+          () => {
+            const found = /^(http:\/\/\S+)$/m.exec(p.output().stdout)?.[1];
+            if (!found) throw new Error('the receiver has not printed its address yet');
+            return found;
+          },
+          { timeout: 90_000, interval: 100 },
+        )
+        .catch(() => '');
       expect(url, p.output().stderr).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       const answer = await deliver(`${url}/webhooks/acme`, 'msg_1', simEvent('order-1', 'succeeded'));
       expect(answer.status).toBe(503);

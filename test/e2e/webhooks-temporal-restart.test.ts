@@ -11,7 +11,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RetryqClient, workflowIdOf } from '../../src/client.js';
 import type { TemporalConfig } from '../../src/config.js';
 import type { IntentStatus } from '../../src/intent.js';
@@ -82,15 +82,15 @@ describe('when Temporal is down as a delivery arrives (invariant 10)', () => {
         await clientConnection.close();
       }
     };
-    const statusWhen = async (rq: RetryqClient, ok: (s: IntentStatus) => boolean): Promise<IntentStatus> => {
-      let last: IntentStatus | undefined;
-      for (let i = 0; i < 200; i++) {
-        last = await rq.status(key);
-        if (ok(last)) return last;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      throw new Error(`status never matched; last ${JSON.stringify(last)}`);
-    };
+    const statusWhen = (rq: RetryqClient, ok: (s: IntentStatus) => boolean): Promise<IntentStatus> =>
+      vi.waitFor(
+        async () => {
+          const last = await rq.status(key);
+          if (!ok(last)) throw new Error(`status never matched; last ${JSON.stringify(last)}`);
+          return last;
+        },
+        { timeout: 10_000, interval: 50 },
+      );
 
     try {
       // The intent waits ten minutes after a 503: only a webhook ends it early.
@@ -121,6 +121,7 @@ describe('when Temporal is down as a delivery arrives (invariant 10)', () => {
           // a copy that timed out may yet have been stored, so the 2xx may already say `duplicate`.
           let redelivered = await deliver(receiver.url(), id, simEvent(key, 'succeeded'));
           for (let i = 0; i < 30 && redelivered.status === 503; i++) {
+            // The provider's own redelivery backoff, which this loop plays: no condition to wait for but time.
             await new Promise((res) => setTimeout(res, 500));
             redelivered = await deliver(receiver.url(), id, simEvent(key, 'succeeded'));
           }

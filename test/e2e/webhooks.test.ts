@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { WorkflowNotFoundError } from '@temporalio/common';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { workflowIdOf } from '../../src/client.js';
 import { formatStatus } from '../../src/cli.js';
 import { webhookKeyKey } from '../../src/search-attributes.js';
@@ -153,8 +153,7 @@ describe('a verified delivery for a running intent (invariant 10)', () => {
     expect(outcome.result).toMatchObject({ body: { object: 'operation_result', method: 'POST' } });
     expect(t.inspections(key)).toHaveLength(0);
     expect(t.dispatches(key)).toHaveLength(1);
-    for (let i = 0; i < 100 && t.sim.metrics().webhooks.pending > 0; i++)
-      await new Promise((res) => setTimeout(res, 50));
+    await vi.waitFor(() => expect(t.sim.metrics().webhooks.pending).toBe(0), { timeout: 5000, interval: 50 });
     expect(t.sim.metrics().totals.webhookDeliveries).toMatchObject({ faultsSent: 2, faultsAccepted: 0 });
     expect(r.receiver.metrics.counts()).toMatchObject({ unauthorized: 2 });
     expect((await t.client.status(key)).phase).toBe('succeeded');
@@ -496,14 +495,17 @@ describe('a delivery for a key with no intent (invariant 10)', () => {
       expect(record).toMatchObject({ idempotencyKey: key, delivery: { deliveryId: id, state: 'succeeded' } });
       expect((await handle.describe()).typedSearchAttributes.get(webhookKeyKey)).toBe(key);
       // Found the way an operator would: by the key.
-      let found: string[] = [];
-      for (let i = 0; i < 100 && found.length === 0; i++) {
-        found = [];
-        for await (const wf of t.env.client.workflow.list({ query: `WebhookKey = "${key}"` }))
-          found.push(wf.workflowId);
-        if (found.length === 0) await new Promise((res) => setTimeout(res, 100));
-      }
-      expect(found).toEqual([orphanWorkflowId('acme', id)]);
+      await expect
+        .poll(
+          async () => {
+            const found: string[] = [];
+            for await (const wf of t.env.client.workflow.list({ query: `WebhookKey = "${key}"` }))
+              found.push(wf.workflowId);
+            return found;
+          },
+          { timeout: 10_000, interval: 100 },
+        )
+        .toEqual([orphanWorkflowId('acme', id)]);
     });
     await expect(t.env.client.workflow.getHandle(workflowIdOf(key)).describe()).rejects.toBeInstanceOf(
       WorkflowNotFoundError,

@@ -182,6 +182,7 @@ async function runScenario(env: TestWorkflowEnvironment, sc: HistoryScenario, si
       for (let i = 0; i < 200; i++) {
         const s = await client.status(of);
         if (predicate(s)) return s;
+        // A recording script, not a vitest test: it polls the status the way an operator would.
         await new Promise((r) => setTimeout(r, 50));
       }
       throw new Error(`${sc.name}: intent ${of} never reached the awaited status`);

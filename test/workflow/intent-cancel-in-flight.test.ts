@@ -7,7 +7,7 @@
  * ended before the activity did (a cancellation of type TRY_CANCEL) as outstanding, and skips no time after it.
  */
 import type { Server } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { closeServer, silentProvider } from '../support/silent-provider.js';
 import { workflowIdOf } from '../../src/client.js';
 import { expectStableDispatches, useIntentHarness } from '../support/intent-harness.js';
@@ -68,8 +68,10 @@ describe('when an intent is cancelled while its dispatch waits for the provider'
       await t.submit(input);
       await t.waitForStatus(input.idempotencyKey, (x) => x.phase === 'dispatching', 'dispatching');
       // The provider executed the write and holds the answer back.
-      for (let i = 0; i < 100 && t.sim.sideEffects(input.idempotencyKey) === 0; i++)
-        await new Promise((r) => setTimeout(r, 10));
+      await vi.waitFor(() => expect(t.sim.sideEffects(input.idempotencyKey)).toBeGreaterThan(0), {
+        timeout: 5000,
+        interval: 10,
+      });
       await t.client.cancel(input.idempotencyKey, 'stop');
       const result = await t.client.result(input.idempotencyKey);
       const metadata = await t.env.client.workflow

@@ -5,7 +5,7 @@
  * attempt was persisted, runs against the dev server in test/e2e/intent-dev-server.test.ts: the time-skipping test
  * server never moves a workflow task off a dead worker's sticky queue.) Time-skipping.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { workflowIdOf } from '../../src/client.js';
 import type { ScenarioInput } from '../../src/sim/index.js';
 import { ms, useIntentHarness } from '../support/intent-harness.js';
@@ -77,8 +77,10 @@ describe('when the worker running an attempt dies mid-request (invariants 5 and 
       async () => {
         await t.submit(input);
         await t.waitForStatus(input.idempotencyKey, (s) => s.phase === 'dispatching', 'dispatching');
-        for (let i = 0; i < 200 && t.sim.sideEffects(input.idempotencyKey) === 0; i++)
-          await new Promise((r) => setTimeout(r, 10));
+        await vi.waitFor(() => expect(t.sim.sideEffects(input.idempotencyKey)).toBeGreaterThan(0), {
+          timeout: 10_000,
+          interval: 10,
+        });
         await processes.kill(child);
         const result = await t.client.result(input.idempotencyKey);
         const history = await t.env.client.workflow.getHandle(workflowIdOf(input.idempotencyKey)).fetchHistory();

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { request } from 'undici';
 import { parseProviderSimArgs, runProviderSimCli } from '../../../src/sim/index.js';
 
@@ -122,7 +122,7 @@ describe('runProviderSimCli with rate-limit flags', () => {
       ['--scenario', bucketsPath, '--rate-limit-algorithm', 'token-bucket', '--rate-limit-headers', 'ietf'],
       { stdout: (l) => out.push(l), stderr: () => undefined, shutdown },
     );
-    for (let i = 0; i < 500 && out.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    await vi.waitFor(() => expect(out.length).toBeGreaterThan(0), { timeout: 5000, interval: 5 });
     const res = await request(`${out[0] ?? ''}/_sim/scenario`);
     const scenario = (await res.body.json()) as {
       rateLimit: { algorithm: string; headers: string; buckets: unknown[] };
