@@ -1,6 +1,6 @@
 /**
- * The intent's model as the workflow sees it: the phase vocabulary, the workflow's input ({@link IntentSpec}), and
- * the shapes of an intent's status and final outcome.
+ * The intent's model as the workflow sees it: the phase vocabulary, the workflow's input ({@link IntentSpec}) with
+ * its {@link Action} and {@link InspectionSpec}, and the shapes of an intent's status and final outcome.
  *
  * Workflow-safe and deliberately light: no zod, no schema building, no tables at module load. The SDK loads the
  * workflow's modules once per cached workflow, so whatever this module builds at load time is paid per sleeping
