@@ -15,7 +15,7 @@
  *
  * Reported per scenario: makespan / ideal, provider calls, 429 answers, the most 429s in any 60 s window, calls an
  * intent made before the time the provider permitted it, calls any intent made before a permitted time the provider
- * had already given the credential, and duplicate side effects.
+ * had already given the credential, duplicate side effects, and (retryq) history events per intent.
  *
  * Run: `npm run bench:load` (about 12 minutes: five scenarios of about two minutes, one after another).
  * Options: `--intents N` (120), `--limit L` per minute (60), `--scenarios a,b,c,d,e`, `--parallel` (run the
@@ -208,6 +208,24 @@ async function startChildWorker(address: string, prefix: string, credential: Cre
   return child;
 }
 
+/** History events per intent: the median, the 90th percentile and the largest, over every intent of a scenario. */
+interface HistoryEvents {
+  median: number;
+  p90: number;
+  max: number;
+}
+
+async function historyLengths(client: Client, workflowIds: string[]): Promise<HistoryEvents> {
+  const lengths: number[] = [];
+  for (const id of workflowIds) {
+    const history = await client.workflow.getHandle(id).fetchHistory();
+    lengths.push(history.events?.length ?? 0);
+  }
+  lengths.sort((a, b) => a - b);
+  const at = (q: number) => lengths[Math.min(lengths.length - 1, Math.floor(q * lengths.length))] ?? 0;
+  return { median: at(0.5), p90: at(0.9), max: lengths[lengths.length - 1] ?? 0 };
+}
+
 async function runScenario(s: Scenario, address: string, client: Client): Promise<Result & { submitTookMs: number }> {
   const answers: AnsweredRequest[] = [];
   const sim = await startProviderSim({
@@ -230,6 +248,7 @@ async function runScenario(s: Scenario, address: string, client: Client): Promis
     let startedMs: number;
     let submitted: Promise<number> = Promise.resolve(0);
     let entity: unknown;
+    let historyEvents: HistoryEvents | undefined;
     if (s.kind === 'retryq') {
       const credential = credentialSchema.parse({
         id: CREDENTIAL,
@@ -270,6 +289,10 @@ async function runScenario(s: Scenario, address: string, client: Client): Promis
       ).then(() => Date.now() - startedMs);
       await submitted;
       for (const key of keys) if ((await rq.result(key)).phase === 'succeeded') succeeded++;
+      historyEvents = await historyLengths(
+        client,
+        keys.map((k) => `intent:${k}`),
+      );
       if (s.loadControl)
         entity = (await client.workflow.getHandle(credentialWorkflowId(CREDENTIAL, prefix)).query(credentialStateQuery))
           .counters;
@@ -306,6 +329,7 @@ async function runScenario(s: Scenario, address: string, client: Client): Promis
     const result = {
       ...analyse(s, answers, startedMs, succeeded, sim.metrics().totals.duplicates),
       submitTookMs: await submitted,
+      ...(historyEvents ? { historyEventsPerIntent: historyEvents } : {}),
       ...(entity ? { loadControl: entity } : {}),
     };
     log(`${s.id}: done in ${Math.round(result.makespanMs / 1000)} s, ${result.rateLimited} × 429`);

@@ -263,7 +263,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
     http,
     credentials: credentialStore(config.credentials, setup.secrets),
     clock: setup.clock ?? Date.now,
-    gates,
+    loadControl: gates,
   });
   const workers: Worker[] = [];
   if (roles.workflows) {

@@ -2,8 +2,8 @@
 import { Context } from '@temporalio/activity';
 import type { Dispatcher } from 'undici';
 import { credentialHeldFailure, dispatchFailure } from '../failures.js';
+import type { CredentialHold } from '../failures.js';
 import { describeEvidence } from '../policy/evidence-text.js';
-import type { CredentialGates } from '../load-control/credential-gates.js';
 import type { Decision, Evidence, Purpose } from '../policy/index.js';
 import { whileHeartbeating } from './heartbeat.js';
 import { callProvider, secretsOf } from './provider-call.js';
@@ -15,6 +15,22 @@ export interface CredentialStore {
   authHeaders(credential: string): Record<string, string>;
 }
 
+/** What load control answers right before a call is sent: send it now, or hold it (nothing is sent; no attempt). */
+export type Admission = { kind: 'go' } | { kind: 'held'; hold: CredentialHold };
+
+/**
+ * What the activities need of the credential's load control (src/load-control/ implements it for every worker
+ * process): the one question right before sending, and what an answer means for the whole credential.
+ */
+export interface LoadControl {
+  /** Waits for a send slot of `kind`; `held` when the gate is closed, the credential blocked, or no slot comes soon. */
+  admit(credential: string, kind: Purpose, signal?: AbortSignal): Promise<Admission>;
+  /** A rate-limit answer: close the credential's gate of `kind` for `delayMs` in every process. */
+  rateLimited(credential: string, kind: Purpose, delayMs: number, reason: string): Promise<void>;
+  /** A quota or spending-limit answer: block the credential's dispatches until an operator resumes it. */
+  blocked(credential: string, reason: string, code: string | undefined): Promise<void>;
+}
+
 export interface ActivityDeps {
   /** The HTTP connection pool (an undici `Agent`, keep-alive). */
   http: Dispatcher;
@@ -24,7 +40,7 @@ export interface ActivityDeps {
   /** @default 'retryq' */
   userAgent?: string;
   /** Load control per credential (send slots, the shared gate, blocks). Without it every call is sent at once. */
-  gates?: CredentialGates | undefined;
+  loadControl?: LoadControl | undefined;
 }
 
 /**
@@ -52,8 +68,8 @@ export async function admitCall(
   purpose: Purpose,
   signal: AbortSignal | undefined,
 ): Promise<void> {
-  if (!deps.gates) return;
-  const admission = await deps.gates.admit(credential, purpose, signal);
+  if (!deps.loadControl) return;
+  const admission = await deps.loadControl.admit(credential, purpose, signal);
   if (admission.kind === 'held') throw credentialHeldFailure(admission.hold, method, purpose);
 }
 
@@ -68,17 +84,17 @@ export async function reportToGates(
   evidence: Evidence,
   decision: Decision,
 ): Promise<void> {
-  if (!deps.gates) return;
+  if (!deps.loadControl) return;
   if (decision.kind === 'rate_limited') {
     const ra = decision.retryAfter;
     const now = deps.clock();
     const delayMs =
       ra.kind === 'delay' || ra.kind === 'date' ? Math.max(0, ra.notBefore.getTime() - now) : GATE_FLOOR_MS;
     await settledOrAfter(
-      deps.gates.rateLimited(credential, purpose, delayMs > 0 ? delayMs : GATE_FLOOR_MS, describeEvidence(evidence)),
+      deps.loadControl.rateLimited(credential, purpose, delayMs > 0 ? delayMs : GATE_FLOOR_MS, describeEvidence(evidence)),
     );
   } else if (decision.kind === 'permanent' && decision.reason === 'quota' && purpose === 'dispatch') {
-    await settledOrAfter(deps.gates.blocked(credential, describeEvidence(evidence), evidence.code));
+    await settledOrAfter(deps.loadControl.blocked(credential, describeEvidence(evidence), evidence.code));
   }
 }
 

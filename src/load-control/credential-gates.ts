@@ -24,6 +24,7 @@ import type { Client } from '@temporalio/client';
 import { WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/common';
 import type { UpdateDefinition } from '@temporalio/common';
 import type { CredentialHold } from '../failures.js';
+import type { LoadControl } from '../activities/deps.js';
 import { boundedWakePlace, slotIntervalMs } from '../policy/index.js';
 import type { BudgetSplit, WakePlace } from '../policy/index.js';
 import { taskQueues } from '../task-queues.js';
@@ -142,11 +143,11 @@ interface View {
   /**
    * Until when each gate is closed on the entity's clock, as the entity last said (0: open or not known). Workflows
    * count on the same clock (Temporal's workflow time, even in a time-skipping test), so an intent can compare its own
-   * time with it ({@link CredentialGates.heldHint}); this process's clock may differ from both.
+   * time with it; this process's clock may differ from both.
    */
   entityClosedUntil: Record<SlotKind, number>;
   /**
-   * Places this process hands out itself ({@link CredentialGates.heldHint}) for the gate's current closure (entity
+   * Places this process hands out itself for the gate's current closure (entity
    * clock): counted on from the highest place the entity gave this process, afresh once that closure has passed.
    */
   places: Record<SlotKind, Places>;
@@ -412,15 +413,6 @@ class CredentialChannel {
     return this.#wakePlace(kind, rank, places.local++);
   }
 
-  /**
-   * The next place this process hands out itself behind the closed gate of `kind`, at `nowMs` (entity clock), as the
-   * place to wake by (see `#wakePlace`).
-   */
-  takePlace(kind: SlotKind, nowMs: number): WakePlace {
-    const places = this.#places(kind, nowMs);
-    return this.#wakePlace(kind, places.next++, places.local++);
-  }
-
   /** The credential's budget for calls of `kind`, per minute. */
   perMinute(kind: SlotKind): number {
     return kind === 'dispatch' ? this.budget.dispatchPerMinute : this.budget.inspectPerMinute;
@@ -520,7 +512,7 @@ function unavailable(why: string): SlotAnswer {
 }
 
 /** Load control of every credential in one worker process. */
-export class CredentialGates {
+export class CredentialGates implements LoadControl {
   readonly client: Client;
   readonly prefix: string;
   readonly clock: () => number;
@@ -637,45 +629,6 @@ export class CredentialGates {
     } finally {
       m?.waiting(credential, kind, -1);
     }
-  }
-
-  /**
-   * Whether this process knows the gate of `kind` for `credential` closed at some time after `sinceMs` (entity clock):
-   * the cheap question a worker asks before an intent's first dispatch, to decide whether the intent runs the gate
-   * check ({@link CredentialGates.heldHint}) at all. `sinceMs` may be earlier than the intent's time (e.g. its start),
-   * so `true` may be answered for a gate that has opened since: the check then answers "ask" and the dispatch goes on.
-   */
-  knownClosedAfter(credential: string, kind: SlotKind, sinceMs: number): boolean {
-    const channel = this.#channel(credential);
-    if (!channel || this.closed) return false;
-    return channel.view.entityClosedUntil[kind] > sinceMs;
-  }
-
-  /**
-   * The hold a call of `kind` with `credential` would get at `nowMs` (the caller's workflow time, which is the
-   * entity's clock), known without asking anyone: the credential's gate as the entity last told this process it was
-   * closed after a rate-limit answer (in a slot answer or a state query). A gate only ever closes for longer, never
-   * opens early, so a gate the entity said was closed until T is closed at least until T; when it is open by this
-   * process's knowledge, or this process has no view of the credential, the answer is `undefined` and the call asks
-   * load control as usual. A block is not answered here: another process may have resumed the credential since this
-   * one last heard. The place is counted by this process on from the last place the entity gave it, so two processes
-   * may hand out the same place (their intents' wake-ups are then spread over a multiple of the budget; the entity
-   * still paces every send). With {@link CredentialGatesOptions.wakeUpsPerSecond}, the wake-ups of the intents this
-   * process holds are spread at most at that rate too (their next workflow tasks land on its sticky queue).
-   */
-  heldHint(credential: string, kind: SlotKind, nowMs: number): CredentialHold | undefined {
-    const channel = this.#channel(credential);
-    if (!channel || this.closed) return undefined;
-    const holdMs = channel.view.entityClosedUntil[kind] - nowMs;
-    if (!(holdMs > 0)) return undefined;
-    this.metrics?.held(credential, kind, 'rate_limited');
-    return {
-      kind: 'rate_limited',
-      credential,
-      holdMs,
-      ...channel.takePlace(kind, nowMs),
-      why: channel.view.reason[kind],
-    };
   }
 
   /**

@@ -256,9 +256,6 @@ export function useIntentHarness(kind: HarnessKind = 'time-skipping', options: H
         taskQueuePrefix: prefix,
         clock: () => clockMs,
         requireServedCredential: false,
-        // The time-skipping server cannot see the local gate check and may skip time past the task's timeout while it
-        // runs; the dev-server harness keeps it (test/e2e/intent-gate-check.test.ts).
-        ...(kind === 'time-skipping' ? { localGateCheck: false } : {}),
         ...setupOptions.client,
       });
       const config: Pick<RetryqConfig, 'taskQueuePrefix' | 'credentials' | 'temporal'> = {

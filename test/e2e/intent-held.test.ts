@@ -1,8 +1,7 @@
 /**
- * The intent's local gate check on a real Temporal dev server (the time-skipping server cannot see a local activity
- * and may skip time while one runs): an intent whose worker knows the credential's gate closed waits for it within
- * its first workflow task, with no dispatch activity; and how short an intent's history stays, so that it cannot
- * creep back up silently. Real time: waits of a few seconds.
+ * Intents behind a closed gate on a real Temporal dev server: load control holds the dispatch (nothing sent, no
+ * attempt) and the intent sleeps until its place; the client holds intents at submit; and how short an intent's
+ * history stays, so that it cannot creep back up silently. Real time: waits of a few seconds.
  */
 import { describe, expect, it } from 'vitest';
 import proto from '@temporalio/proto';
@@ -48,24 +47,8 @@ async function closeGateWith(
 
 const count = (types: string[], type: string) => types.filter((e) => e === type).length;
 
-/**
- * The history of a fresh intent whose worker knows its gate closed, up to its first command after the gate check: the
- * start, its first workflow task, the check's patch (a marker and the `TemporalChangeVersion` upsert, once per run),
- * the check's answer (a marker) and the upsert of the transition that follows.
- */
-const FIRST_TASK_WITH_GATE_CHECK = [
-  'WORKFLOW_EXECUTION_STARTED',
-  'WORKFLOW_TASK_SCHEDULED',
-  'WORKFLOW_TASK_STARTED',
-  'WORKFLOW_TASK_COMPLETED',
-  'MARKER_RECORDED',
-  'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
-  'MARKER_RECORDED',
-  'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
-];
-
-/** The first workflow task of a fresh intent that dispatches without the gate check, up to its dispatch. */
-const FIRST_TASK_WITHOUT_GATE_CHECK = [
+/** The first workflow task of a fresh intent, up to its dispatch: the intent decides nothing before it sends. */
+const FIRST_TASK = [
   'WORKFLOW_EXECUTION_STARTED',
   'WORKFLOW_TASK_SCHEDULED',
   'WORKFLOW_TASK_STARTED',
@@ -75,7 +58,7 @@ const FIRST_TASK_WITHOUT_GATE_CHECK = [
 ];
 
 describe('the history of an intent', () => {
-  it('holds 13 events when the first attempt succeeds: 2 workflow tasks, 2 upserts of its own, no gate check', async () => {
+  it('holds 13 events when the first attempt succeeds: 2 workflow tasks, 2 upserts of its own', async () => {
     const t = await h.setup({});
     const input = t.intent();
     const outcome = await t.run(async () => {
@@ -83,11 +66,10 @@ describe('the history of an intent', () => {
       return t.client.result(input.idempotencyKey);
     });
     expect(outcome.phase).toBe('succeeded');
-    // The start carries the `scheduled` attributes; the run upserts `dispatching` (attempt 1) and `succeeded`. The
-    // worker knew no closed gate, so the first dispatch went without the gate check: no patch marker, no version
-    // upsert, no local activity (src/load-control/gate-check-patch.ts).
+    // The start carries the `scheduled` attributes; the run upserts `dispatching` (attempt 1) and `succeeded`; no
+    // marker, no local activity.
     expect(await eventTypes(t, input.idempotencyKey)).toEqual([
-      ...FIRST_TASK_WITHOUT_GATE_CHECK,
+      ...FIRST_TASK,
       'ACTIVITY_TASK_STARTED',
       'ACTIVITY_TASK_COMPLETED',
       'WORKFLOW_TASK_SCHEDULED',
@@ -107,12 +89,10 @@ describe('the history of an intent', () => {
     });
     expect(outcome.phase).toBe('succeeded');
     const types = await eventTypes(t, input.idempotencyKey);
-    expect(count(types, 'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES')).toBe(5); // 4 transitions and the patch's version
+    expect(count(types, 'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES')).toBe(4); // one per transition
     expect(count(types, 'WORKFLOW_TASK_COMPLETED')).toBe(4);
-    // No gate check before the first dispatch (the gate was open), one before the second (after the wait: the gate
-    // its own 429 closed has opened, it waited for it), and that check's patch marker once.
-    expect(count(types, 'MARKER_RECORDED')).toBe(2);
-    expect(types).toHaveLength(29);
+    expect(count(types, 'MARKER_RECORDED')).toBe(0);
+    expect(types).toHaveLength(26);
     // What the UI lists by: the final attributes say succeeded after 2 attempts, and the last error seen.
     const desc = await t.env.client.workflow.getHandle(workflowIdOf(input.idempotencyKey)).describe();
     expect(desc.searchAttributes['RetryPhase']).toEqual(['succeeded']);
@@ -121,9 +101,9 @@ describe('the history of an intent', () => {
   });
 });
 
-describe("when the intent's worker knows the credential's gate is closed", () => {
-  it('waits for the gate within its first workflow task: no dispatch activity, no attempt, sent once it opens', async () => {
-    // A client that does not hold at submit (that client is below): the worker's own check is what this tests.
+describe("when another intent's 429 closed the credential's gate", () => {
+  it('load control holds the dispatch: nothing sent, no attempt, one timer until its place, sent once it opens', async () => {
+    // A client that does not hold at submit (that client is below): the hold in load control is what this tests.
     const t = await h.setup(rateLimitedOnce('first-', 4), { client: { holdAtSubmit: false } });
     const first = t.intent({ idempotencyKey: t.newKey('first') });
     const second = t.intent();
@@ -133,22 +113,35 @@ describe("when the intent's worker knows the credential's gate is closed", () =>
       await closeGateWith(t, workers, first);
 
       await t.submit(second);
-      const waiting = await t.waitForStatus(second.idempotencyKey, (s) => s.phase === 'waiting', 'waiting');
-      expect(waiting.attempts).toBe(0);
-      expect(waiting.held).toMatchObject({ credential: CREDENTIAL, reason: 'rate_limited' });
+      const waiting = await t.waitForStatus(
+        second.idempotencyKey,
+        (s) => s.phase === 'waiting' && s.held !== undefined,
+        'held by load control',
+      );
+      expect(waiting).toMatchObject({ attempts: 0, held: { credential: CREDENTIAL, reason: 'rate_limited' } });
       expect(waiting.held?.why).toContain('429');
       // Never before the gate opens (invariant 2): the gate's time is this intent's permitted time too.
       expect(ms(waiting.permittedAt)).toBe(ms(waiting.held?.until));
       expect(ms(waiting.nextAttemptAt)).toBeGreaterThanOrEqual(ms(waiting.permittedAt));
+      expect(t.sim.sideEffects(second.idempotencyKey)).toBe(0);
       expect(t.dispatches(second.idempotencyKey)).toHaveLength(0);
-      // One workflow task put it to sleep: the gate check (its patch and answer), one upsert (waiting), the timer.
-      expect(await eventTypes(t, second.idempotencyKey)).toEqual([...FIRST_TASK_WITH_GATE_CHECK, 'TIMER_STARTED']);
+      // The held dispatch, then one upsert (waiting) and one timer: holding costs a few events, not a loop.
+      const types = await eventTypes(t, second.idempotencyKey);
+      expect(types.slice(0, FIRST_TASK.length)).toEqual(FIRST_TASK);
+      expect(types.slice(FIRST_TASK.length)).toEqual([
+        'ACTIVITY_TASK_STARTED',
+        'ACTIVITY_TASK_FAILED',
+        'WORKFLOW_TASK_SCHEDULED',
+        'WORKFLOW_TASK_STARTED',
+        'WORKFLOW_TASK_COMPLETED',
+        'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
+        'TIMER_STARTED',
+      ]);
 
       const outcome = await t.client.result(second.idempotencyKey);
-      expect(outcome.phase).toBe('succeeded');
-      expect(outcome.attempts).toBe(1);
+      expect(outcome).toMatchObject({ phase: 'succeeded', attempts: 1 });
       const [sent] = dispatchTimes(t, second.idempotencyKey);
-      expect(sent).toBeGreaterThanOrEqual(ms(waiting.permittedAt));
+      expect(sent).toBeGreaterThanOrEqual(ms(waiting.held?.until));
       expect(t.dispatches(second.idempotencyKey)).toHaveLength(1);
       expect(t.sim.sideEffects(second.idempotencyKey)).toBe(1);
       expect((await t.client.result(first.idempotencyKey)).phase).toBe('succeeded');
@@ -158,52 +151,7 @@ describe("when the intent's worker knows the credential's gate is closed", () =>
     }
   });
 
-  it('does not ask the worker when the client saw the gate open a moment ago: load control holds the dispatch, sent once it opens', async () => {
-    // A client whose view of the gate is "open" for a minute: it looks once, at its first submit, before the 429.
-    const t = await h.setup(rateLimitedOnce('first-', 4));
-    const client = new RetryqClient({
-      client: t.env.client,
-      taskQueuePrefix: t.prefix,
-      requireServedCredential: false,
-      gateFreshMs: 60_000,
-    });
-    const first = t.intent({ idempotencyKey: t.newKey('first') });
-    const second = t.intent();
-    const workers = await t.createWorkers();
-    const running = workers.run();
-    try {
-      await closeGateWith(t, workers, first, (input) => client.submit(input));
-
-      // The worker knows the gate closed, the client still says open: the start tells the workflow so.
-      await client.submit(second);
-      const history = await t.env.client.workflow.getHandle(workflowIdOf(second.idempotencyKey)).fetchHistory();
-      const options = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[1]?.data;
-      expect(JSON.parse(Buffer.from(options ?? []).toString())).toMatchObject({ gateOpenAtSubmit: true });
-      const waiting = await t.waitForStatus(
-        second.idempotencyKey,
-        (s) => s.phase === 'waiting' && s.held !== undefined,
-        'held by load control',
-      );
-      // No gate check in the first task: the dispatch went to load control, which held it. Nothing sent, no attempt.
-      expect(waiting).toMatchObject({ attempts: 0, held: { credential: CREDENTIAL, reason: 'rate_limited' } });
-      expect(ms(waiting.nextAttemptAt)).toBeGreaterThanOrEqual(ms(waiting.held?.until));
-      expect(t.sim.sideEffects(second.idempotencyKey)).toBe(0);
-      const types = await eventTypes(t, second.idempotencyKey);
-      expect(types.slice(0, FIRST_TASK_WITHOUT_GATE_CHECK.length)).toEqual(FIRST_TASK_WITHOUT_GATE_CHECK);
-
-      const outcome = await client.result(second.idempotencyKey);
-      expect(outcome).toMatchObject({ phase: 'succeeded', attempts: 1 });
-      const [sent] = dispatchTimes(t, second.idempotencyKey);
-      expect(sent).toBeGreaterThanOrEqual(ms(waiting.held?.until));
-      expect(t.sim.sideEffects(second.idempotencyKey)).toBe(1);
-    } finally {
-      workers.shutdown();
-      await running;
-      await client.close();
-    }
-  });
-
-  it('checks the gate after waking from a timer on a worker without a cache, with no workflow task timeout', async () => {
+  it('waits out a rate limit on a worker without a cache (every task replayed), with no workflow task timeout', async () => {
     const t = await h.setup(rateLimitedOnce('order-', 2));
     const input = t.intent();
     const workers = await t.createWorkers(undefined, { maxCachedWorkflows: 0, workflowTaskConcurrency: 2 });
@@ -213,9 +161,8 @@ describe("when the intent's worker knows the credential's gate is closed", () =>
       const outcome = await t.client.result(input.idempotencyKey);
       expect(outcome).toMatchObject({ phase: 'succeeded', attempts: 2 });
       const types = await eventTypes(t, input.idempotencyKey);
-      // The dispatch after the wait was preceded by a gate check (plus its patch marker), in a task replayed from
-      // history; the first went without (the gate was open).
-      expect(count(types, 'MARKER_RECORDED')).toBe(2);
+      // Every task after the first was replayed from history: the same commands, no marker.
+      expect(count(types, 'MARKER_RECORDED')).toBe(0);
       expect(count(types, 'WORKFLOW_TASK_TIMED_OUT')).toBe(0);
       expect(count(types, 'WORKFLOW_TASK_FAILED')).toBe(0);
     } finally {
