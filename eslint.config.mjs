@@ -3,7 +3,6 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import importX, { createNodeResolver } from 'eslint-plugin-import-x';
 import { builtinModules } from 'node:module';
-import path from 'node:path';
 import globals from 'globals';
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
@@ -59,14 +58,8 @@ export const layers = [
 ];
 
 /**
- * Upward imports that exist today and are being removed, each `importer -> imported`. The layer test fails once one
- * of them is gone, so the list only shrinks.
- */
-export const knownUpwardImports = ['src/activities/deps.ts -> src/load-control/credential-gates.ts'];
-
-/**
  * `import-x/no-restricted-paths` zones: a room may import nothing from the rooms of the layers above it (one zone per
- * room and room above, so the message names both). A known upward import is an exception of its zone.
+ * room and room above, so that the message names both).
  */
 function layerZones() {
   const dir = (room) => room.replace(/\/$/, '');
@@ -78,10 +71,6 @@ function layerZones() {
         .map((above) => ({
           target: dir(room),
           from: dir(above),
-          except: knownUpwardImports
-            .map((known) => known.split(' -> '))
-            .filter(([importer, imported]) => importer.startsWith(room) && imported.startsWith(above))
-            .map(([, imported]) => path.relative(dir(above), imported)),
           message: `layers only point down: ${room} may not import ${above}, a layer above it (docs/development.md).`,
         })),
     ),
