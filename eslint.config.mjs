@@ -1,7 +1,7 @@
 // @ts-check
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
-import importX from 'eslint-plugin-import-x';
+import importX, { createNodeResolver } from 'eslint-plugin-import-x';
 import { builtinModules } from 'node:module';
 import globals from 'globals';
 
@@ -23,6 +23,59 @@ const workflowBans = [
     message: 'Not in workflow code.',
   },
 ];
+
+/**
+ * The layers of src/, top to bottom, as docs/development.md draws them under its room picture (test/unit/readme.test.ts
+ * checks that the two agree and that no import in src/ runs up). An import points down or sideways, never up.
+ */
+export const layers = [
+  ['src/cli.ts', 'src/index.ts', 'src/testing.ts'],
+  ['src/dev/', 'src/demo/', 'src/webhooks/', 'src/proxy/', 'src/sim/'],
+  ['src/client.ts', 'src/worker.ts', 'src/config.ts'],
+  ['src/temporal/'],
+  ['src/load-control/'],
+  ['src/workflows/'],
+  ['src/activities/'],
+  [
+    'src/policy/',
+    'src/failures.ts',
+    'src/errors.ts',
+    'src/intent.ts',
+    'src/intent-status.ts',
+    'src/intent-limits.ts',
+    'src/validation-words.ts',
+    'src/settings.ts',
+    'src/credential-config.ts',
+    'src/webhook-config.ts',
+    'src/served-credentials.ts',
+    'src/task-queues.ts',
+    'src/search-attributes.ts',
+    'src/workflow-ids.ts',
+    'src/duration.ts',
+    'src/canonical-json.ts',
+    'src/stop-signals.ts',
+  ],
+];
+
+/**
+ * `import-x/no-restricted-paths` zones: a room may import nothing from the rooms of the layers above it (one zone per
+ * room and room above, so that the message names both).
+ */
+function layerZones() {
+  const dir = (room) => room.replace(/\/$/, '');
+  return layers.slice(1).flatMap((layer, i) =>
+    layer.flatMap((room) =>
+      layers
+        .slice(0, i + 1)
+        .flat()
+        .map((above) => ({
+          target: dir(room),
+          from: dir(above),
+          message: `layers only point down: ${room} may not import ${above}, a layer above it (docs/development.md).`,
+        })),
+    ),
+  );
+}
 
 /** Code-health rules for all of src/ (one error home, public SDK APIs only, one stop-signal listener). */
 const healthSyntax = [
@@ -136,6 +189,16 @@ export default tseslint.config(
         },
       ],
     },
+  },
+  {
+    // Layers only point down: resolve `./x.js` to the TypeScript source, as tsc does, to know which room it is in.
+    files: ['src/**/*.ts'],
+    settings: {
+      'import-x/resolver-next': [
+        createNodeResolver({ extensions: ['.ts', '.js', '.json'], extensionAlias: { '.js': ['.ts', '.js'] } }),
+      ],
+    },
+    rules: { 'import-x/no-restricted-paths': ['error', { basePath: import.meta.dirname, zones: layerZones() }] },
   },
   {
     files: ['**/*.mjs', '**/*.js'],

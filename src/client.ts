@@ -62,6 +62,7 @@ import type { IntentInput, IntentOutcome, IntentSpec, IntentStatus, Phase } from
 import type { CodeTable } from './policy/index.js';
 import { credentialKey, nextAttemptAtKey, retryAttemptKey, retryPhaseKey } from './search-attributes.js';
 import { taskQueues } from './task-queues.js';
+import { workflowIdOf } from './workflow-ids.js';
 import { connectClient } from './temporal/connect.js';
 import { SubmitGateViews, entityGateLookup } from './load-control/submit-gates.js';
 import { heldAtSubmitStatus } from './intent-status.js';
@@ -75,6 +76,8 @@ import {
   statusQuery,
 } from './workflows/index.js';
 import type { RetryNowAnswer } from './workflows/index.js';
+
+export { workflowIdOf } from './workflow-ids.js';
 
 export interface RetryqClientOptions {
   /** A Temporal client. */
@@ -163,11 +166,6 @@ export interface IntentListEntry {
   startTime: Date;
   closeTime: Date | undefined;
   temporalStatus: string;
-}
-
-/** The workflow id of an intent. */
-export function workflowIdOf(idempotencyKey: string): string {
-  return `intent:${idempotencyKey}`;
 }
 
 /** sha256 over the canonical JSON of what makes an operation itself: method, URL, body and credential. */

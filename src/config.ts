@@ -23,86 +23,25 @@
  */
 import path from 'node:path';
 import { loadClientConfigProfile, toClientOptions } from '@temporalio/envconfig';
-import type { ClientConnectConfig } from '@temporalio/envconfig';
 import { z } from 'zod';
 import { ConfigError } from './errors.js';
 import type { Problem } from './errors.js';
-import { credentialIdSchema, deadlineDefaults, headerNameSchema } from './intent.js';
+import { credentialSchema } from './credential-config.js';
+import type { CredentialConfig } from './credential-config.js';
+import { deadlineDefaults } from './intent.js';
 import { defaultIntentLimits, describeBytes, limitCeilings } from './intent-limits.js';
 import type { IntentLimits } from './intent-limits.js';
-import { budgetProblem, splitBudget } from './policy/index.js';
-import type { BudgetSplit } from './policy/index.js';
 import { duration, jsonArray, port, readSettings, setting, text, textMatching, wholeNumber } from './settings.js';
 import type { Setting } from './settings.js';
 import { stateRoot } from './temporal/binaries.js';
+import type { TemporalConfig } from './temporal/connect.js';
 import { webhookSettings } from './webhook-config.js';
 import type { WebhookConfig, WebhookSource } from './webhook-config.js';
 
 export type { WebhookConfig } from './webhook-config.js';
-
-const envVarPattern = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-/** One API credential retryq may dispatch with. Only the *name* of the variable holding the secret is config. */
-export const credentialSchema = z
-  .strictObject({
-    /** The credential id used in intents, task queue names and the UI, e.g. `acme-prod`. */
-    id: credentialIdSchema,
-    /** Name of the environment variable that holds the secret (API key) on the worker. */
-    secretEnv: z.string().regex(envVarPattern, 'must be an environment variable name like ACME_PROD_KEY'),
-    /**
-     * The provider's limit for this key, in requests per minute: one budget for every call made with it (dispatches
-     * and inspections), shared by all worker processes through the credential's load control.
-     * @default 600
-     */
-    requestsPerMinute: z
-      .number()
-      .int()
-      .min(2, 'must be at least 2 (dispatches and inspections share it)')
-      .max(1_000_000)
-      .default(600),
-    /** Dispatches in flight at once per worker. @default 4 */
-    concurrency: z.number().int().positive().max(1000).default(4),
-    /**
-     * The part of `requestsPerMinute` reserved for inspections: a share in (0, 1) or a whole number of requests per
-     * minute. Reserved inside the budget (dispatch gets the rest while inspections run, and all of it otherwise).
-     * @default 0.2
-     */
-    inspectReserve: z
-      .number()
-      .positive('must be a share in (0, 1) or a whole number ≥ 1 of requests per minute')
-      .default(0.2),
-    /** Inspections in flight at once per worker. @default 2 */
-    inspectConcurrency: z.number().int().positive().max(1000).default(2),
-    /** Request header that carries the secret. @default 'authorization' */
-    authHeader: headerNameSchema.default('authorization'),
-    /** Scheme before the secret (`Bearer <secret>`); empty for the bare secret (e.g. with `x-api-key`). @default 'Bearer' */
-    authScheme: z
-      .string()
-      .regex(/^[A-Za-z0-9-]*$/, 'must be a single word such as Bearer, or empty')
-      .default('Bearer'),
-  })
-  .superRefine((c, ctx) => {
-    // A bad requestsPerMinute is reported on its own; the split is judged only against a valid one.
-    if (!Number.isInteger(c.requestsPerMinute) || c.requestsPerMinute < 2) return;
-    const problem = budgetProblem(c.requestsPerMinute, c.inspectReserve);
-    if (problem) ctx.addIssue({ code: 'custom', path: ['inspectReserve'], message: problem });
-  });
-export type CredentialConfig = z.infer<typeof credentialSchema>;
-
-/** A credential's budget split (validated by {@link credentialSchema}, so it never throws for loaded config). */
-export function budgetOf(c: Pick<CredentialConfig, 'requestsPerMinute' | 'inspectReserve'>): BudgetSplit {
-  return splitBudget(c.requestsPerMinute, c.inspectReserve);
-}
-
-/** The Temporal connection, from the SDK's environment configuration. */
-export interface TemporalConfig {
-  /** `true` when an address was configured: connect there and start no embedded server. */
-  external: boolean;
-  address: string;
-  namespace: string;
-  /** Connection options for `Connection.connect` / `NativeConnection.connect` (may hold an API key: never log). */
-  connect: ClientConnectConfig;
-}
+export { budgetOf, credentialSchema } from './credential-config.js';
+export type { CredentialConfig } from './credential-config.js';
+export type { TemporalConfig } from './temporal/connect.js';
 
 export interface DevConfig {
   /** Folder for the embedded server's SQLite file. @default `.data` in the project */

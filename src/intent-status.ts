@@ -1,6 +1,6 @@
 /**
- * The intent's model as the workflow sees it: the phase vocabulary, the workflow's input ({@link IntentSpec}), and
- * the shapes of an intent's status and final outcome.
+ * The intent's model as the workflow sees it: the phase vocabulary, the workflow's input ({@link IntentSpec}) with
+ * its {@link Action} and {@link InspectionSpec}, and the shapes of an intent's status and final outcome.
  *
  * Workflow-safe and deliberately light: no zod, no schema building, no tables at module load. The SDK loads the
  * workflow's modules once per cached workflow, so whatever this module builds at load time is paid per sleeping
@@ -13,7 +13,6 @@
  * finalPhases.has(Phase.waiting); // false
  * ```
  */
-import type { Action, InspectionSpec } from './intent.js';
 import type { CodeRule } from './policy/code-table.js';
 
 /** Where an intent is. Final phases: `succeeded`, `failed`, `expired`, `cancelled`. */
@@ -32,6 +31,39 @@ export const finalPhases: ReadonlySet<Phase> = new Set([Phase.succeeded, Phase.f
 
 /** A JSON value (request bodies, provider results). */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+/** The HTTP methods an action may use. */
+export const httpMethods = ['GET', 'HEAD', 'OPTIONS', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+export type HttpMethod = (typeof httpMethods)[number];
+
+/** The HTTP request an intent performs, as validated by `actionSchema` (intent.ts). */
+export interface Action {
+  method: HttpMethod;
+  url: string;
+  /** Extra request headers (no secrets, no `Idempotency-Key`: retryq sets it). */
+  headers?: Record<string, string> | undefined;
+  /** JSON body, sent with `Content-Type: application/json`. */
+  body?: JsonValue | undefined;
+}
+
+/**
+ * How to look the saved operation up at the provider by idempotency key (read-only), as validated by
+ * `inspectionSchema` (intent.ts), defaults filled in.
+ */
+export interface InspectionSpec {
+  /** URL template; `{idempotencyKey}` is replaced by the URL-encoded key. */
+  url: string;
+  /** Field of the JSON response holding the operation's state. */
+  stateField: string;
+  /** State values meaning "done". */
+  succeeded: string[];
+  /** State values meaning "done and failed". */
+  failed: string[];
+  /** Field holding the operation's result. */
+  resultField: string;
+  /** Field holding a failed operation's error `{ status?, code?, message? }`. */
+  errorField: string;
+}
 
 /** The full retry policy of one intent (ms inside). */
 export interface IntentPolicy {

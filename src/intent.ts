@@ -23,13 +23,24 @@ import { z } from 'zod';
 import { DURATION_HINT, parseDurationMs } from './duration.js';
 import { permanentReasons } from './policy/code-table.js';
 import { isRead } from './policy/evidence.js';
-import type { JsonValue } from './intent-status.js';
+import { httpMethods } from './intent-status.js';
+import type { Action, InspectionSpec, JsonValue } from './intent-status.js';
 import type { CodeRule } from './policy/index.js';
 
-export { ATTEMPT_LOG_LIMIT, Phase, describeTarget, describeWebhookEntry, finalPhases } from './intent-status.js';
+export {
+  ATTEMPT_LOG_LIMIT,
+  Phase,
+  describeTarget,
+  describeWebhookEntry,
+  finalPhases,
+  httpMethods,
+} from './intent-status.js';
 export type {
+  Action,
   AttemptRecord,
   EvidenceSummary,
+  HttpMethod,
+  InspectionSpec,
   IntentOutcome,
   IntentPolicy,
   IntentSpec,
@@ -129,9 +140,6 @@ const jsonValueSchema: z.ZodType<JsonValue> = z.lazy(() =>
   ]),
 );
 
-export const httpMethods = ['GET', 'HEAD', 'OPTIONS', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
-export type HttpMethod = (typeof httpMethods)[number];
-
 /** The HTTP request an intent performs. */
 export const actionSchema = z
   .strictObject({
@@ -157,7 +165,6 @@ export const actionSchema = z
     if ((action.method === 'GET' || action.method === 'HEAD') && action.body !== undefined)
       ctx.addIssue({ code: 'custom', path: ['body'], message: `must be absent for ${action.method}` });
   });
-export type Action = z.infer<typeof actionSchema>;
 
 /**
  * How to look the saved operation up at the provider by idempotency key (read-only). Required for writes: it is
@@ -177,7 +184,12 @@ export const inspectionSchema = z.strictObject({
   /** Field holding a failed operation's error `{ status?, code?, message? }`. @default 'error' */
   errorField: z.string().min(1).default('error'),
 });
-export type InspectionSpec = z.infer<typeof inspectionSchema>;
+
+/** `true` only when A and B are the same type, so the checks below fail to compile when a schema and a type drift. */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+// The workflow's zod-free types (intent-status.ts) are exactly what these schemas produce.
+const _actionIsSchemaOutput: Same<z.output<typeof actionSchema>, Action> = true;
+const _inspectionIsSchemaOutput: Same<z.output<typeof inspectionSchema>, InspectionSpec> = true;
 
 const durationInput = z.union([z.number(), z.string()]).transform((v, ctx) => {
   const ms = parseDurationMs(v);

@@ -13,12 +13,12 @@
  */
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
-import { budgetOf } from '../config.js';
-import type { CredentialConfig } from '../config.js';
+import { budgetOf } from '../credential-config.js';
+import type { CredentialConfig } from '../credential-config.js';
 import type { BudgetSplit } from '../policy/index.js';
 import { credentialStateQuery, credentialWorkflowId, resumeUpdate, retryNowSignal } from '../workflows/index.js';
 import type { CredentialState } from '../workflows/index.js';
-import { workflowIdOf } from '../client.js';
+import { workflowIdOf } from '../workflow-ids.js';
 import { CredentialNotFoundError } from '../errors.js';
 import { activeCredentials, credentialServing } from '../served-credentials.js';
 

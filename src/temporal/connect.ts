@@ -11,8 +11,18 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
-import type { TemporalConfig } from '../config.js';
+import type { ClientConnectConfig } from '@temporalio/envconfig';
 import { TemporalUnreachableError } from '../errors.js';
+
+/** The Temporal connection, from the SDK's environment configuration. */
+export interface TemporalConfig {
+  /** `true` when an address was configured: connect there and start no embedded server. */
+  external: boolean;
+  address: string;
+  namespace: string;
+  /** Connection options for `Connection.connect` / `NativeConnection.connect` (may hold an API key: never log). */
+  connect: ClientConnectConfig;
+}
 
 /**
  * The error for a server that did not answer, with what to do: with no `TEMPORAL_ADDRESS` configured retryq looks

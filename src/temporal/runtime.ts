@@ -14,10 +14,15 @@
  */
 import { DefaultLogger, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
 import type { LogEntry, LogLevel, LogMetadata } from '@temporalio/worker';
-import type { JsonLog } from '../dev/log-file.js';
 
 let installed = false;
 let installedMetricsAddress: string | undefined;
+
+/** Where the runtime writes its log records (JSON lines): `retryq dev`'s log file is one. */
+export interface RuntimeLog {
+  /** Appends one record. */
+  write(record: Record<string, unknown>): void;
+}
 
 export interface RuntimeSetup {
   /** Lowest level logged, for both the TypeScript SDK and the native core. @default 'WARN' */
@@ -25,7 +30,7 @@ export interface RuntimeSetup {
   /** Lowest level logged by the native core. @default 'ERROR' (its WARNs are routine for time-skipping tests) */
   coreLevel?: LogLevel;
   /** Write logs here (JSON lines), the native core's too, instead of stderr; SDK errors are still printed to stderr. */
-  log?: JsonLog;
+  log?: RuntimeLog;
   /**
    * `host:port` where the SDK's own Prometheus exporter listens (the workers' metrics: task slots, poll and
    * schedule-to-start latencies, sticky cache, and retryq's counters emitted through the SDK's metric meter).
@@ -54,7 +59,7 @@ export class RetryqLogger extends DefaultLogger {
   }
 }
 
-function logTo(log: JsonLog): (entry: LogEntry) => void {
+function logTo(log: RuntimeLog): (entry: LogEntry) => void {
   return (entry) => {
     const at = new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString();
     log.write({ at, level: entry.level, message: entry.message, ...entry.meta });

@@ -39,7 +39,7 @@ import {
   WorkflowIdReusePolicy,
   WorkflowNotFoundError,
 } from '@temporalio/common';
-import { workflowIdOf } from '../client.js';
+import { workflowIdOf } from '../workflow-ids.js';
 import { WebhookRejection } from '../failures.js';
 import type { WebhookAck, WebhookDelivery } from '../intent.js';
 import { retryPhaseKey, webhookKeyKey } from '../search-attributes.js';
