@@ -244,7 +244,7 @@ const temporalSettings = [
     schema: undefined,
     default: undefined,
     unset: '`127.0.0.1:7233`',
-    doc: 'host:port of the Temporal server: a cluster or Temporal Cloud; unset, `RETRYQ_DEV_IP`:`RETRYQ_DEV_PORT`, where `npx retryq dev` serves; set, `retryq dev` starts no server',
+    doc: 'host:port of the Temporal server; unset: `RETRYQ_DEV_IP`:`RETRYQ_DEV_PORT`, where `retryq dev` serves (set: it starts none)',
     readBy: envconfig,
   }),
   setting({
@@ -276,7 +276,7 @@ const temporalSettings = [
     owner: 'Temporal connection',
     schema: undefined,
     default: undefined,
-    doc: 'TLS client certificate, key, server CA and name (`TEMPORAL_TLS_CLIENT_CERT_PATH`, …), as in the Temporal SDK environment configuration',
+    doc: 'TLS client certificate, key, server CA and name (`TEMPORAL_TLS_CLIENT_CERT_PATH`, …), as the Temporal SDK reads them',
     readBy: envconfig,
   }),
   setting({
@@ -397,13 +397,13 @@ export const settings = {
     'RETRYQ_WORKFLOW_TASK_CONCURRENCY',
     'workflowTaskConcurrency',
     'tasks',
-    'workflow tasks a worker runs at once; at most the cache size, and a smaller cache set alone brings it down to the cache size',
+    'workflow tasks a worker runs at once; at most the cache size (a smaller cache lowers it)',
   ),
   stickyQueueTimeout: tuningRow(
     'RETRYQ_STICKY_QUEUE_TIMEOUT_MS',
     'stickyQueueTimeoutMs',
     'ms',
-    "how long a workflow task waits on its worker's sticky queue before any worker may take it ([faults](operations.md#behaviour-under-faults))",
+    "how long a task waits on its worker's sticky queue before any worker may take it ([faults](operations.md#behaviour-under-faults))",
   ),
   workflowSemiSpace: tuningRow(
     'RETRYQ_WORKFLOW_SEMI_SPACE_MB',
@@ -421,13 +421,13 @@ export const settings = {
     'RETRYQ_HEAP_RELEASE_AFTER_BURST_MB',
     'heapReleaseAfterBurstMb',
     'MB',
-    `after a burst, an idle worker runs one full garbage collection on its main thread when its heap holds this much beyond what was live; \`0\`: off ${sizing}`,
+    `an idle worker collects its main heap once it holds this much more than was live; \`0\`: off ${sizing}`,
   ),
   wakeUpsPerSecond: tuningRow(
     'RETRYQ_WAKE_UPS_PER_SECOND',
     'wakeUpsPerSecond',
     'per second',
-    "intents held by a credential's closed gate that one worker wakes per second when it opens; `0`: by the budget only ([storms](operations.md#wake-up-storms))",
+    "held intents one worker wakes per second when the credential's gate opens; `0`: by the budget only ([storms](operations.md#wake-up-storms))",
   ),
   metricsPort: setting({
     name: 'RETRYQ_METRICS_PORT',
@@ -439,7 +439,7 @@ export const settings = {
       .pipe(z.number().max(65535, 'must be a TCP port, an integer from 1 to 65535, or 0 (off)')),
     default: undefined,
     unset: '`9464`',
-    doc: 'port of the Prometheus metrics (`/metrics`) of `retryq worker` and `retryq dev` (a worker built in code serves none); `0`: off ([metrics](operations.md#metrics))',
+    doc: 'Prometheus `/metrics` port of `retryq worker` and `retryq dev` (none for a worker built in code); `0`: off ([metrics](operations.md#metrics))',
   }),
   dataDir: setting({
     name: 'RETRYQ_DATA_DIR',
