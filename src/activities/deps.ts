@@ -91,7 +91,12 @@ export async function reportToGates(
     const delayMs =
       ra.kind === 'delay' || ra.kind === 'date' ? Math.max(0, ra.notBefore.getTime() - now) : GATE_FLOOR_MS;
     await settledOrAfter(
-      deps.loadControl.rateLimited(credential, purpose, delayMs > 0 ? delayMs : GATE_FLOOR_MS, describeEvidence(evidence)),
+      deps.loadControl.rateLimited(
+        credential,
+        purpose,
+        delayMs > 0 ? delayMs : GATE_FLOOR_MS,
+        describeEvidence(evidence),
+      ),
     );
   } else if (decision.kind === 'permanent' && decision.reason === 'quota' && purpose === 'dispatch') {
     await settledOrAfter(deps.loadControl.blocked(credential, describeEvidence(evidence), evidence.code));
