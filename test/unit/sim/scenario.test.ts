@@ -186,7 +186,8 @@ describe('loadScenarioFile', () => {
 describe('docs/provider-sim.md', () => {
   it('documents every scenario field and every error code the simulator produces', async () => {
     const doc = await readFile(new URL('../../../docs/provider-sim.md', import.meta.url), 'utf8');
-    for (const field of Object.keys(scenarioSchema.shape)) expect(doc).toContain(`| \`${field}\``);
+    // Each field is an item of the scenario fields' list: "- `field` (default): meaning".
+    for (const field of Object.keys(scenarioSchema.shape)) expect(doc).toContain(`\n- \`${field}\` (`);
     for (const code of Object.values(ProviderErrorCode)) expect(doc).toContain(code);
   });
 });
