@@ -4,7 +4,8 @@ import type { Dispatcher } from 'undici';
 import { credentialHeldFailure, dispatchFailure } from '../failures.js';
 import type { CredentialHold } from '../failures.js';
 import { describeEvidence } from '../policy/evidence-text.js';
-import type { Decision, Evidence, Purpose } from '../policy/index.js';
+import { parseRateLimitHeaders } from '../policy/index.js';
+import type { Decision, Evidence, LearnedLimit, Purpose } from '../policy/index.js';
 import { whileHeartbeating } from './heartbeat.js';
 import { callProvider, secretsOf } from './provider-call.js';
 import type { ProviderCall, ProviderOutcome } from './provider-call.js';
@@ -29,6 +30,13 @@ export interface LoadControl {
   rateLimited(credential: string, kind: Purpose, delayMs: number, reason: string): Promise<void>;
   /** A quota or spending-limit answer: block the credential's dispatches until an operator resumes it. */
   blocked(credential: string, reason: string, code: string | undefined): Promise<void>;
+  /**
+   * What the rate-limit headers of an answer of `kind` said (any answer, success included; only `limit` readings are
+   * reported): load control paces by the stated quota and closes the scope's gate when none is left, before a 429.
+   */
+  learned(credential: string, kind: Purpose, learned: Extract<LearnedLimit, { kind: 'limit' }>): Promise<void>;
+  /** The header the credential's config names as its provider's bucket header, if any. */
+  bucketHeaderOf?(credential: string): string | undefined;
 }
 
 export interface ActivityDeps {
@@ -91,11 +99,36 @@ export async function reportToGates(
     const delayMs =
       ra.kind === 'delay' || ra.kind === 'date' ? Math.max(0, ra.notBefore.getTime() - now) : GATE_FLOOR_MS;
     await settledOrAfter(
-      deps.loadControl.rateLimited(credential, purpose, delayMs > 0 ? delayMs : GATE_FLOOR_MS, describeEvidence(evidence)),
+      deps.loadControl.rateLimited(
+        credential,
+        purpose,
+        delayMs > 0 ? delayMs : GATE_FLOOR_MS,
+        describeEvidence(evidence),
+      ),
     );
   } else if (decision.kind === 'permanent' && decision.reason === 'quota' && purpose === 'dispatch') {
     await settledOrAfter(deps.loadControl.blocked(credential, describeEvidence(evidence), evidence.code));
   }
+}
+
+/**
+ * Reads the rate-limit headers of an answer once and tells load control what they say (every answer, success
+ * included). Nothing of it enters the evidence or the workflow's history.
+ */
+export async function reportLearned(
+  deps: ActivityDeps,
+  credential: string,
+  purpose: Purpose,
+  outcome: ProviderOutcome,
+): Promise<void> {
+  const lc = deps.loadControl;
+  if (!lc || outcome.kind !== 'response') return;
+  const learned = parseRateLimitHeaders(outcome.rateLimitHeaders, {
+    nowMs: outcome.evidence.receivedAtMs ?? deps.clock(),
+    bucketHeader: lc.bucketHeaderOf?.(credential),
+  });
+  if (learned.kind === 'none') return;
+  await settledOrAfter(lc.learned(credential, purpose, learned));
 }
 
 /**
@@ -142,14 +175,17 @@ export function credentialedCall(
     if (signal.aborted) throw signal.reason;
     sending();
     sent = true;
-    return callProvider({
+    const outcome = await callProvider({
       ...call,
       headers: { ...call.headers, ...auth },
       dispatcher: deps.http,
       clock: deps.clock,
       signal,
       redact: secretsOf(auth),
+      bucketHeader: deps.loadControl?.bucketHeaderOf?.(credential),
     });
+    await reportLearned(deps, credential, call.purpose, outcome);
+    return outcome;
   }).catch((err: unknown) => {
     // The worker is shutting down (its drain grace ran out, or it stopped before this call got its slot) and nothing
     // left this process: not an attempt, not an unknown outcome. The intent tries again on a running worker.

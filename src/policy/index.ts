@@ -84,4 +84,4 @@ export type {
   LearnedGateOptions,
   WindowBudget,
 } from './learned-limits.js';
-export { effectiveBudget, learnedGate } from './learned-limits.js';
+export { effectiveBudget, learnedGate, learnedSplit, minLearnedPerMinute } from './learned-limits.js';

@@ -146,3 +146,33 @@ export function learnedGate(learned: LearnedLimit, opts: LearnedGateOptions): Le
   );
   return { kind: 'closed', untilMs, scope: gateScopeOf(learned), why: 'remaining_zero' };
 }
+
+/**
+ * The smallest learned rate the pacer paces at, per minute (as `splitBudget` accepts no less). A learned quota
+ * below it (a daily quota, or 0) does not change the pacing: the provider's `remaining` and reset close the gate
+ * when nothing is left ({@link learnedGate}), and a stated quota of 0 closes it until the reset.
+ */
+export const minLearnedPerMinute = 2;
+
+/** A budget split as src/policy/load.ts paces it (the shape of `BudgetSplit`). */
+interface Split {
+  totalPerMinute: number;
+  inspectPerMinute: number;
+  dispatchPerMinute: number;
+}
+
+/**
+ * The budget split to pace at for a learned rate of `perMinute` ({@link EffectiveBudget.perMinute}): the
+ * configured split scaled to it, so inspections keep the same share. `undefined` below
+ * {@link minLearnedPerMinute} (or not finite): the pacing is left as it is.
+ *
+ * @example
+ * learnedSplit({ totalPerMinute: 600, inspectPerMinute: 120, dispatchPerMinute: 480 }, 60);
+ * // { totalPerMinute: 60, inspectPerMinute: 12, dispatchPerMinute: 48 }
+ */
+export function learnedSplit(configured: Split, perMinute: number): Split | undefined {
+  if (!Number.isFinite(perMinute) || perMinute < minLearnedPerMinute) return undefined;
+  const share = configured.inspectPerMinute / configured.totalPerMinute;
+  const inspect = perMinute * (Number.isFinite(share) && share > 0 && share < 1 ? share : 0.2);
+  return { totalPerMinute: perMinute, inspectPerMinute: inspect, dispatchPerMinute: perMinute - inspect };
+}
