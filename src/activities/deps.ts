@@ -33,8 +33,14 @@ export interface LoadControl {
   /**
    * What the rate-limit headers of an answer of `kind` said (any answer, success included; only `limit` readings are
    * reported): load control paces by the stated quota and closes the scope's gate when none is left, before a 429.
+   * `sentAtMs`: when the call was sent (the activity's clock), so `remaining` can be set against the calls sent since.
    */
-  learned(credential: string, kind: Purpose, learned: Extract<LearnedLimit, { kind: 'limit' }>): Promise<void>;
+  learned(
+    credential: string,
+    kind: Purpose,
+    learned: Extract<LearnedLimit, { kind: 'limit' }>,
+    sentAtMs: number,
+  ): Promise<void>;
   /** The header the credential's config names as its provider's bucket header, if any. */
   bucketHeaderOf?(credential: string): string | undefined;
 }
@@ -120,6 +126,7 @@ export async function reportLearned(
   credential: string,
   purpose: Purpose,
   outcome: ProviderOutcome,
+  sentAtMs: number,
 ): Promise<void> {
   const lc = deps.loadControl;
   if (!lc || outcome.kind !== 'response') return;
@@ -128,7 +135,7 @@ export async function reportLearned(
     bucketHeader: lc.bucketHeaderOf?.(credential),
   });
   if (learned.kind === 'none') return;
-  await settledOrAfter(lc.learned(credential, purpose, learned));
+  await settledOrAfter(lc.learned(credential, purpose, learned, sentAtMs));
 }
 
 /**
@@ -175,6 +182,7 @@ export function credentialedCall(
     if (signal.aborted) throw signal.reason;
     sending();
     sent = true;
+    const sentAtMs = deps.clock();
     const outcome = await callProvider({
       ...call,
       headers: { ...call.headers, ...auth },
@@ -184,7 +192,7 @@ export function credentialedCall(
       redact: secretsOf(auth),
       bucketHeader: deps.loadControl?.bucketHeaderOf?.(credential),
     });
-    await reportLearned(deps, credential, call.purpose, outcome);
+    await reportLearned(deps, credential, call.purpose, outcome, sentAtMs);
     return outcome;
   }).catch((err: unknown) => {
     // The worker is shutting down (its drain grace ran out, or it stopped before this call got its slot) and nothing

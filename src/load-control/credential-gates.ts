@@ -29,9 +29,11 @@ import {
   boundedWakePlace,
   describeLearnedLimit,
   effectiveBudget,
+  gateScopeOf,
   learnedGate,
   learnedSplit,
   slotIntervalMs,
+  spentOut,
 } from '../policy/index.js';
 import type { BudgetSplit, LearnedLimit, LearnMode, StatedQuota, WakePlace } from '../policy/index.js';
 import { taskQueues } from '../task-queues.js';
@@ -111,6 +113,11 @@ export interface CredentialLearning {
  * backoff floor does for a past `Retry-After`, a reset of now never means "send at once".
  */
 export const LEARNED_GATE_FLOOR_MS = 1_000;
+
+/** How many send times a channel keeps to set a provider's `remaining` against the calls sent since. */
+const SENDS_KEPT = 256;
+/** How often a call waits for the answers of calls in flight that may have used up what the provider said was left. */
+const SPENT_OUT_POLL_MS = 25;
 
 /** A learned budget is renewed at the entity when it was last sent this long ago (one window, at least). */
 const LEARNED_RENEW_MIN_MS = 60_000;
@@ -208,6 +215,13 @@ class CredentialChannel {
     learned: undefined,
   };
   readonly #wants: Want[] = [];
+  /** When this process let dispatches through, in order (local clock; the last {@link SENDS_KEPT}). */
+  readonly #sends: number[] = [];
+  /**
+   * What the newest answer said is left (`remaining`), for the call sent at `sentAtMs`, and until when that holds
+   * (its reset, local clock). Calls this process sent after that call use it up before their answers come.
+   */
+  #left: { remaining: number; sentAtMs: number; untilMs: number } | undefined;
   /** The learned budget last sent to the entity (`0`: the configured one), and when (local clock). */
   #learnedSent: { perMinute: number; atMs: number } = { perMinute: 0, atMs: Number.NEGATIVE_INFINITY };
   /** Leased dispatch slots, in order of time (local clock). */
@@ -226,6 +240,26 @@ class CredentialChannel {
     readonly gates: CredentialGates,
     readonly learning: CredentialLearning = {},
   ) {}
+
+  /** A dispatch let through now. */
+  noteSend(now: number): void {
+    this.#sends.push(now);
+    if (this.#sends.length > SENDS_KEPT) this.#sends.splice(0, this.#sends.length - SENDS_KEPT);
+  }
+
+  /** An answer to the call sent at `sentAtMs` said `remaining` are left until `untilMs`; the newest call's word wins. */
+  noteRemaining(remaining: number, sentAtMs: number, untilMs: number): void {
+    if (this.#left !== undefined && this.#left.sentAtMs > sentAtMs && this.#left.untilMs > this.gates.clock()) return;
+    this.#left = { remaining, sentAtMs, untilMs };
+  }
+
+  /**
+   * Whether the calls this process sent since the newest answer have used up what that answer said was left (so
+   * the next call would likely meet a 429 before their own answers come). Until that answer's reset at most.
+   */
+  spentOut(now: number): boolean {
+    return spentOut(this.#left, this.#sends, now);
+  }
 
   /** The budget this process paces its own estimates by: the learned one while it holds, else the configured one. */
   paced(now = this.gates.clock()): BudgetSplit {
@@ -695,6 +729,27 @@ export class CredentialGates implements LoadControl {
           });
           if (this.closed) continue; // asks again, and is answered `held`: the slot is not used
         }
+        // Calls in flight may have used up what the provider said was left: wait for their answers (within the
+        // horizon), which either close the gate or say more is left.
+        if (kind === 'dispatch' && channel.spentOut(this.clock())) {
+          const giveUpAt = this.clock() + this.horizonMs;
+          while (channel.spentOut(this.clock()) && this.clock() < giveUpAt && !this.closed && !signal?.aborted)
+            await this.pause(SPENT_OUT_POLL_MS);
+          if (channel.spentOut(this.clock())) {
+            m?.held(credential, kind, 'paced');
+            return {
+              kind: 'held',
+              hold: {
+                kind: 'paced',
+                credential,
+                holdMs: 1_000,
+                rank: 0,
+                perMinute: channel.perMinute(kind),
+                why: 'the calls in flight may have used what the provider said was left',
+              },
+            };
+          }
+        }
         // Right before sending: did this or another process close the gate meanwhile?
         await channel.refresh();
         const now = this.clock();
@@ -702,6 +757,7 @@ export class CredentialGates implements LoadControl {
         // A leased slot that has passed by more than the grace is not used late: take the next one, or ask again.
         if (slot?.leased && now - slot.atMs > LEASE_GRACE_MS) continue;
         m?.granted(credential, kind);
+        if (kind === 'dispatch') channel.noteSend(now);
         return { kind: 'go', slotAtMs: slot?.entityAtMs, leased: slot?.leased ?? false };
       }
     } finally {
@@ -731,10 +787,17 @@ export class CredentialGates implements LoadControl {
    * the entity; a stated quota paces the credential at it ({@link CredentialChannel.noteQuota}). Either is sent to
    * the entity only when it changes what the entity knows, so most answers send nothing.
    */
-  async learned(credential: string, kind: SlotKind, learned: Extract<LearnedLimit, { kind: 'limit' }>): Promise<void> {
+  async learned(
+    credential: string,
+    kind: SlotKind,
+    learned: Extract<LearnedLimit, { kind: 'limit' }>,
+    sentAtMs: number = this.clock(),
+  ): Promise<void> {
     const channel = this.#channel(credential);
     if (!channel) return;
     const now = this.clock();
+    if (kind === 'dispatch' && learned.remaining !== undefined && learned.resetAtMs !== undefined)
+      channel.noteRemaining(learned.remaining, sentAtMs, learned.resetAtMs);
     const reason = describeLearnedLimit(learned, now);
     const jobs: Array<Promise<void>> = [];
     const nothingLeft =
@@ -744,7 +807,9 @@ export class CredentialGates implements LoadControl {
       this.metrics?.learnedClosure(credential, kind, gate.scope.kind);
       jobs.push(this.#close(channel, kind, gate.untilMs - now, reason));
     }
-    const report = channel.noteQuota(learned.limit, reason, now);
+    // A quota stated for a bucket is the bucket's, not the key's: it does not change the credential's budget.
+    const report =
+      gateScopeOf(learned).kind === 'credential' ? channel.noteQuota(learned.limit, reason, now) : undefined;
     if (report) {
       this.metrics?.paced(
         credential,

@@ -176,3 +176,26 @@ export function learnedSplit(configured: Split, perMinute: number): Split | unde
   const inspect = perMinute * (Number.isFinite(share) && share > 0 && share < 1 ? share : 0.2);
   return { totalPerMinute: perMinute, inspectPerMinute: inspect, dispatchPerMinute: perMinute - inspect };
 }
+
+/** What an answer said is left: `remaining` after the call sent at `sentAtMs`, until `untilMs` (its reset). */
+export interface LeftReading {
+  remaining: number;
+  sentAtMs: number;
+  untilMs: number;
+}
+
+/**
+ * Whether the calls sent after the one an answer was about have used up what that answer said was left, so the next
+ * call would likely meet a 429 before their own answers come. `sendTimes` are the times calls were sent, ascending
+ * (the same clock as `sentAtMs`); a call sent at `sentAtMs` exactly is the answered one, not counted. After the
+ * reset (`nowMs ≥ untilMs`) the reading says nothing: `false`.
+ *
+ * @example
+ * spentOut({ remaining: 1, sentAtMs: 100, untilMs: 5_000 }, [100, 150], 200); // true: the call at 150 used the one left
+ */
+export function spentOut(left: LeftReading | undefined, sendTimes: readonly number[], nowMs: number): boolean {
+  if (left === undefined || !(nowMs < left.untilMs)) return false;
+  let since = 0;
+  for (let i = sendTimes.length - 1; i >= 0 && sendTimes[i]! > left.sentAtMs; i--) since++;
+  return since >= left.remaining;
+}

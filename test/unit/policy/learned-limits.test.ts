@@ -11,6 +11,7 @@ import {
   learnedSplit,
   minLearnedPerMinute,
   parseRateLimitHeaders,
+  spentOut,
   splitBudget,
 } from '../../../src/policy/index.js';
 import type { LearnedLimit } from '../../../src/policy/index.js';
@@ -257,5 +258,23 @@ describe('learnedSplit', () => {
       ),
       { numRuns: 1_000 },
     );
+  });
+});
+
+describe('spentOut', () => {
+  const left = { remaining: 2, sentAtMs: 1_000, untilMs: 10_000 };
+
+  it('is false while fewer calls were sent after the answered one than it said were left', () => {
+    expect(spentOut(left, [900, 1_000, 1_100], 1_200)).toBe(false);
+  });
+
+  it('is true once the calls sent since have used up what was left (the answered call itself not counted)', () => {
+    expect(spentOut(left, [1_000, 1_100, 1_150], 1_200)).toBe(true);
+    expect(spentOut({ ...left, remaining: 0 }, [1_000], 1_200)).toBe(true);
+  });
+
+  it('says nothing after the reset, or without a reading', () => {
+    expect(spentOut(left, [1_100, 1_150, 1_160], 10_000)).toBe(false);
+    expect(spentOut(undefined, [1_100, 1_150], 1_200)).toBe(false);
   });
 });
