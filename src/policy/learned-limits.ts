@@ -187,14 +187,25 @@ export interface LeftReading {
 /**
  * Whether the calls sent after the one an answer was about have used up what that answer said was left, so the next
  * call would likely meet a 429 before their own answers come. `sendTimes` are the times calls were sent, ascending
- * (the same clock as `sentAtMs`); a call sent at `sentAtMs` exactly is the answered one, not counted. After the
- * reset (`nowMs ≥ untilMs`) the reading says nothing: `false`.
+ * (the same clock as `sentAtMs`); a call sent at `sentAtMs` exactly is the answered one, not counted.
+ *
+ * After the reset (`nowMs ≥ untilMs`) nothing is known of what is left: for `probeMs`, one call goes first and the
+ * others wait for its answer, at most `probeMs` after it was sent (its answer may carry no headers); then the
+ * reading says nothing (`false`).
  *
  * @example
  * spentOut({ remaining: 1, sentAtMs: 100, untilMs: 5_000 }, [100, 150], 200); // true: the call at 150 used the one left
  */
-export function spentOut(left: LeftReading | undefined, sendTimes: readonly number[], nowMs: number): boolean {
-  if (left === undefined || !(nowMs < left.untilMs)) return false;
+export function spentOut(
+  left: LeftReading | undefined,
+  sendTimes: readonly number[],
+  nowMs: number,
+  probeMs = 1_000,
+): boolean {
+  if (left === undefined) return false;
+  const last = sendTimes[sendTimes.length - 1];
+  if (nowMs >= left.untilMs + probeMs) return false;
+  if (!(nowMs < left.untilMs)) return last !== undefined && last >= Math.max(left.untilMs, nowMs - probeMs);
   let since = 0;
   for (let i = sendTimes.length - 1; i >= 0 && sendTimes[i]! > left.sentAtMs; i--) since++;
   return since >= left.remaining;

@@ -273,8 +273,16 @@ describe('spentOut', () => {
     expect(spentOut({ ...left, remaining: 0 }, [1_000], 1_200)).toBe(true);
   });
 
-  it('says nothing after the reset, or without a reading', () => {
-    expect(spentOut(left, [1_100, 1_150, 1_160], 10_000)).toBe(false);
+  it('says nothing without a reading', () => {
     expect(spentOut(undefined, [1_100, 1_150], 1_200)).toBe(false);
+  });
+
+  it('after the reset lets one call go and holds the others for its answer, at most probeMs', () => {
+    expect(spentOut(left, [1_100, 1_150, 1_160], 10_000)).toBe(false);
+    expect(spentOut(left, [1_100, 10_000], 10_050)).toBe(true);
+    expect(spentOut(left, [1_100, 10_000], 11_001)).toBe(false);
+    expect(spentOut(left, [1_100, 10_000], 10_500, 400)).toBe(false);
+    // A reading is forgotten probeMs after its reset: a provider that stops sending headers is not held back.
+    expect(spentOut(left, [1_100, 10_990, 10_999], 11_000)).toBe(false);
   });
 });
