@@ -13,6 +13,15 @@
  * - `e` baseline: retryq at 10 × L with load control off (per-intent retry honouring Retry-After, no coordination;
  *   paced only by Temporal's task-queue rate limit).
  *
+ * Limits the provider states in headers (issue: load control that learns the provider's limits), each at 10 × L:
+ * - `f`, `g`, `h`: sliding window, with IETF `RateLimit` headers, `X-RateLimit-*` with the reset in seconds, and with
+ *   the reset as an epoch;
+ * - `i`, `j`, `k`: the same three header families against a token bucket (continuous refill, a burst of 10);
+ * - `l`: today's behaviour against that token bucket (no headers), and `m`: the plain Temporal workflow against it;
+ * - `n`: two route buckets on one key (`/v1/charges` and `/v1/refunds`, L each, the key 10 × L, `X-RateLimit-Bucket`,
+ *   reset as an epoch): half the intents on each route, and one refund answered 429 `Retry-After: 60` at first.
+ *   Reported apart: the makespan of each route.
+ *
  * Reported per scenario: makespan / ideal, provider calls, 429 answers, the most 429s in any 60 s window, calls an
  * intent made before the time the provider permitted it, calls any intent made before a permitted time the provider
  * had already given the credential, duplicate side effects, and (retryq) history events per intent.
@@ -39,7 +48,7 @@ import { createWorkers, intentWorkflowBundle } from '../src/worker.js';
 import { credentialStateQuery, credentialWorkflowId } from '../src/workflows/index.js';
 import type { RetryqWorkers } from '../src/worker.js';
 import { startProviderSim } from '../src/sim/index.js';
-import type { AnsweredRequest } from '../src/sim/index.js';
+import type { AnsweredRequest, ScenarioInput } from '../src/sim/index.js';
 import { startWorkerProcess } from '../scripts/support/worker-process.js';
 import { plainActivities } from './load/plain-activities.js';
 
@@ -58,12 +67,14 @@ const { values } = parseArgs({
 const N = Number(values.intents);
 const L = Number(values.limit);
 const chosen = values.scenarios.split(',').map((s) => s.trim());
-if (!(N > 0 && L >= 2) || chosen.some((s) => !'abcde'.includes(s) || s.length !== 1)) {
-  process.stderr.write('usage: bench/load.ts [--intents N] [--limit L] [--scenarios a,b,c,d,e] [--parallel]\n');
+if (!(N > 0 && L >= 2) || chosen.some((s) => !'abcdefghijklmn'.includes(s) || s.length !== 1)) {
+  process.stderr.write('usage: bench/load.ts [--intents N] [--limit L] [--scenarios a,b,…,n] [--parallel]\n');
   process.exit(2);
 }
 const idealMs = (N / L) * 60_000;
 const log = (line: string) => process.stderr.write(`[bench:load] ${line}\n`);
+
+type Headers = 'none' | 'ietf' | 'x-ratelimit-seconds' | 'x-ratelimit-epoch';
 
 interface Scenario {
   id: string;
@@ -72,7 +83,23 @@ interface Scenario {
   configuredPerMinute?: number;
   loadControl?: boolean;
   processes?: number;
+  /** How the simulator limits writes. @default 'sliding-window' */
+  limiter?: 'sliding-window' | 'token-bucket';
+  /** The rate-limit headers it sends. @default 'none' */
+  headers?: Headers;
+  /** Two route buckets on one key (scenario `n`). */
+  buckets?: boolean;
 }
+
+const learned = (id: string, limiter: 'sliding-window' | 'token-bucket', headers: Headers): Scenario => ({
+  id,
+  name: `retryq at 10 × L, ${limiter}, headers ${headers}`,
+  kind: 'retryq',
+  configuredPerMinute: 10 * L,
+  loadControl: true,
+  limiter,
+  headers,
+});
 
 const scenarios: Record<string, Scenario> = {
   a: { id: 'a', name: 'retryq configured at L', kind: 'retryq', configuredPerMinute: L, loadControl: true },
@@ -93,7 +120,67 @@ const scenarios: Record<string, Scenario> = {
     configuredPerMinute: 10 * L,
     loadControl: false,
   },
+  f: learned('f', 'sliding-window', 'ietf'),
+  g: learned('g', 'sliding-window', 'x-ratelimit-seconds'),
+  h: learned('h', 'sliding-window', 'x-ratelimit-epoch'),
+  i: learned('i', 'token-bucket', 'ietf'),
+  j: learned('j', 'token-bucket', 'x-ratelimit-seconds'),
+  k: learned('k', 'token-bucket', 'x-ratelimit-epoch'),
+  l: learned('l', 'token-bucket', 'none'),
+  m: {
+    id: 'm',
+    name: 'plain Temporal workflow, default activity retries, token-bucket',
+    kind: 'plain',
+    limiter: 'token-bucket',
+  },
+  n: {
+    id: 'n',
+    name: 'retryq at 10 × L, two route buckets of L on one key, one 429 (Retry-After 60) in one',
+    kind: 'retryq',
+    configuredPerMinute: 10 * L,
+    loadControl: true,
+    headers: 'x-ratelimit-epoch',
+    buckets: true,
+  },
 };
+
+/** The simulator's scenario for `s`. */
+function simScenario(s: Scenario): ScenarioInput {
+  const base: ScenarioInput = {
+    keys: [{ key: SECRET, id: CREDENTIAL, rateLimitPerMinute: s.buckets ? 10 * L : L }],
+    honorIdempotencyKeys: false,
+    retryAfterFormat: 'seconds',
+  };
+  if (s.buckets)
+    return {
+      ...base,
+      rateLimit: {
+        algorithm: 'sliding-window',
+        headers: s.headers ?? 'none',
+        bucketHeader: 'X-RateLimit-Bucket',
+        buckets: [
+          { name: 'charges', pathPrefix: '/v1/charges', perMinute: L },
+          { name: 'refunds', pathPrefix: '/v1/refunds', perMinute: L },
+        ],
+      },
+      rules: [
+        {
+          match: { idempotencyKeyPrefix: 'bucket-first-' },
+          steps: [{ status: 429, code: 'rate_limit_exceeded', retryAfter: 60 }],
+          then: 'normal',
+        },
+      ],
+    };
+  if (s.limiter === undefined && s.headers === undefined) return base;
+  return {
+    ...base,
+    rateLimit: {
+      algorithm: s.limiter ?? 'sliding-window',
+      headers: s.headers ?? 'none',
+      ...(s.limiter === 'token-bucket' ? { burst: 10 } : {}),
+    },
+  };
+}
 
 interface Result {
   scenario: string;
@@ -203,16 +290,13 @@ async function historyLengths(client: Client, workflowIds: string[]): Promise<Hi
 
 async function runScenario(s: Scenario, address: string, client: Client): Promise<Result & { submitTookMs: number }> {
   const answers: AnsweredRequest[] = [];
-  const sim = await startProviderSim({
-    scenario: {
-      keys: [{ key: SECRET, id: CREDENTIAL, rateLimitPerMinute: L }],
-      honorIdempotencyKeys: false,
-      retryAfterFormat: 'seconds',
-    },
-    onAnswer: (a) => answers.push(a),
-  });
+  const sim = await startProviderSim({ scenario: simScenario(s), onAnswer: (a) => answers.push(a) });
   const prefix = `bench-${s.id}-${randomUUID().slice(0, 6)}`;
-  const keys = Array.from({ length: N }, (_, i) => `${prefix}-charge-${String(i).padStart(4, '0')}`);
+  // Scenario n: odd intents are refunds, and the first refund meets a 429 with Retry-After 60.
+  const routeOf = (i: number) => (s.buckets && i % 2 === 1 ? 'refunds' : 'charges');
+  const keys = Array.from({ length: N }, (_, i) =>
+    s.buckets && i === 1 ? `bucket-first-${prefix}` : `${prefix}-${routeOf(i)}-${String(i).padStart(4, '0')}`,
+  );
   const connection = await NativeConnection.connect({ address });
   const http = new Agent({ keepAliveTimeout: 10_000, connections: 64 });
   const children: ChildProcess[] = [];
@@ -264,7 +348,7 @@ async function runScenario(s: Scenario, address: string, client: Client): Promis
           rq.submit({
             idempotencyKey: key,
             credential: CREDENTIAL,
-            action: { method: 'POST', url: `${sim.url}/v1/charges`, body: { amount: 100 + i, currency: 'eur' } },
+            action: { method: 'POST', url: `${sim.url}/v1/${routeOf(i)}`, body: { amount: 100 + i, currency: 'eur' } },
             inspection: { url: `${sim.url}/v1/operations/{idempotencyKey}` },
             deadline: '1h',
             policy: { maxAttempts: 100, attemptTimeout: '10s' },
@@ -310,8 +394,26 @@ async function runScenario(s: Scenario, address: string, client: Client): Promis
         succeeded++;
       }
     }
+    const routes = s.buckets
+      ? Object.fromEntries(
+          (['charges', 'refunds'] as const).map((route) => {
+            const done = answers.filter((a) => a.path.startsWith(`/v1/${route}`) && a.status >= 200 && a.status < 300);
+            const last = Math.max(startedMs, ...done.map((a) => a.atMs));
+            return [
+              route,
+              {
+                succeeded: done.length,
+                makespanMs: last - startedMs,
+                makespanOverIdeal: Math.round(((last - startedMs) / ((N / 2 / L) * 60_000)) * 1000) / 1000,
+                rateLimited: answers.filter((a) => a.path.startsWith(`/v1/${route}`) && a.status === 429).length,
+              },
+            ];
+          }),
+        )
+      : undefined;
     const result = {
       ...analyse(s, answers, startedMs, succeeded, sim.metrics().totals.duplicates),
+      ...(routes ? { routes } : {}),
       submitTookMs: await submitted,
       ...(historyEvents ? { historyEventsPerIntent: historyEvents } : {}),
       ...(entity ? { loadControl: entity } : {}),

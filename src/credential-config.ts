@@ -55,6 +55,20 @@ export const credentialSchema = z
       .string()
       .regex(/^[A-Za-z0-9-]*$/, 'must be a single word such as Bearer, or empty')
       .default('Bearer'),
+    /**
+     * What a quota the provider states in its rate-limit headers (`RateLimit-Policy`, …) may do to
+     * `requestsPerMinute`: `down` only lowers it (a provider stating less is obeyed), `up` also raises it to what
+     * the provider states. A `remaining` of 0 closes the gate until the reset either way (docs/load-control.md).
+     * @default 'down'
+     */
+    learn: z
+      .enum(['down', 'up'], "must be 'down' (a stated quota only lowers the budget) or 'up' (it may raise it too)")
+      .default('down'),
+    /**
+     * A response header that names the provider's rate-limit bucket (e.g. `x-shopify-bucket`), read besides
+     * `X-RateLimit-Bucket` and `X-RateLimit-Resource` (and before them). @default none
+     */
+    bucketHeader: headerNameSchema.optional(),
   })
   .superRefine((c, ctx) => {
     // A bad requestsPerMinute is reported on its own; the split is judged only against a valid one.

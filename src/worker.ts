@@ -253,6 +253,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<RetryqWorkers> 
         client: new Client({ connection, namespace }),
         prefix: config.taskQueuePrefix,
         budgets: new Map(config.credentials.map((c) => [c.id, budgetOf(c)])),
+        learning: new Map(config.credentials.map((c) => [c.id, { learn: c.learn, bucketHeader: c.bucketHeader }])),
         ...(setup.clock ? { clock: setup.clock } : {}),
         metrics: setup.metrics,
         // Bounds the wake-ups this process's workflow worker is handed; a process without one holds no intents.

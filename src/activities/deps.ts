@@ -4,7 +4,8 @@ import type { Dispatcher } from 'undici';
 import { credentialHeldFailure, dispatchFailure } from '../failures.js';
 import type { CredentialHold } from '../failures.js';
 import { describeEvidence } from '../policy/evidence-text.js';
-import type { Decision, Evidence, Purpose } from '../policy/index.js';
+import { parseRateLimitHeaders } from '../policy/index.js';
+import type { Decision, Evidence, LearnedLimit, Purpose } from '../policy/index.js';
 import { whileHeartbeating } from './heartbeat.js';
 import { callProvider, secretsOf } from './provider-call.js';
 import type { ProviderCall, ProviderOutcome } from './provider-call.js';
@@ -29,6 +30,19 @@ export interface LoadControl {
   rateLimited(credential: string, kind: Purpose, delayMs: number, reason: string): Promise<void>;
   /** A quota or spending-limit answer: block the credential's dispatches until an operator resumes it. */
   blocked(credential: string, reason: string, code: string | undefined): Promise<void>;
+  /**
+   * What the rate-limit headers of an answer of `kind` said (any answer, success included; only `limit` readings are
+   * reported): load control paces by the stated quota and closes the scope's gate when none is left, before a 429.
+   * `sentAtMs`: when the call was sent (the activity's clock), so `remaining` can be set against the calls sent since.
+   */
+  learned(
+    credential: string,
+    kind: Purpose,
+    learned: Extract<LearnedLimit, { kind: 'limit' }>,
+    sentAtMs: number,
+  ): Promise<void>;
+  /** The header the credential's config names as its provider's bucket header, if any. */
+  bucketHeaderOf?(credential: string): string | undefined;
 }
 
 export interface ActivityDeps {
@@ -104,6 +118,27 @@ export async function reportToGates(
 }
 
 /**
+ * Reads the rate-limit headers of an answer once and tells load control what they say (every answer, success
+ * included). Nothing of it enters the evidence or the workflow's history.
+ */
+export async function reportLearned(
+  deps: ActivityDeps,
+  credential: string,
+  purpose: Purpose,
+  outcome: ProviderOutcome,
+  sentAtMs: number,
+): Promise<void> {
+  const lc = deps.loadControl;
+  if (!lc || outcome.kind !== 'response') return;
+  const learned = parseRateLimitHeaders(outcome.rateLimitHeaders, {
+    nowMs: outcome.evidence.receivedAtMs ?? deps.clock(),
+    bucketHeader: lc.bucketHeaderOf?.(credential),
+  });
+  if (learned.kind === 'none') return;
+  await settledOrAfter(lc.learned(credential, purpose, learned, sentAtMs));
+}
+
+/**
  * The credential's auth headers, or the typed failure of a call that was never sent because this worker has no
  * secret for it: a configuration problem an operator can fix, so the workflow backs off and tries again.
  */
@@ -147,14 +182,18 @@ export function credentialedCall(
     if (signal.aborted) throw signal.reason;
     sending();
     sent = true;
-    return callProvider({
+    const sentAtMs = deps.clock();
+    const outcome = await callProvider({
       ...call,
       headers: { ...call.headers, ...auth },
       dispatcher: deps.http,
       clock: deps.clock,
       signal,
       redact: secretsOf(auth),
+      bucketHeader: deps.loadControl?.bucketHeaderOf?.(credential),
     });
+    await reportLearned(deps, credential, call.purpose, outcome, sentAtMs);
+    return outcome;
   }).catch((err: unknown) => {
     // The worker is shutting down (its drain grace ran out, or it stopped before this call got its slot) and nothing
     // left this process: not an attempt, not an unknown outcome. The intent tries again on a running worker.

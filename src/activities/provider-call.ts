@@ -38,12 +38,47 @@ export interface ProviderCall {
    * leaves this function, so they never reach failure details, results or workflow history (invariant 9).
    */
   redact?: readonly string[] | undefined;
+  /**
+   * A header the credential's config names as the provider's bucket header (e.g. `x-shopify-bucket`): kept with the
+   * rate-limit headers. Compared case-insensitively.
+   */
+  bucketHeader?: string | undefined;
+}
+
+/** Most rate-limit headers kept from one response, and the most characters kept of each value. */
+const MAX_LIMIT_HEADERS = 24;
+const MAX_LIMIT_HEADER_CHARS = 256;
+
+/**
+ * The headers load control learns limits from (`RateLimit*`, `X-RateLimit-*`, the configured bucket header, and
+ * `Date` for epoch resets), by lower-case name. They stay in the activity: they are parsed there and reported to load
+ * control, and never enter the evidence (so never workflow history).
+ */
+export function rateLimitHeadersOf(
+  raw: Record<string, string | string[] | undefined>,
+  bucketHeader?: string,
+): Record<string, string> {
+  const extra = bucketHeader?.toLowerCase();
+  const out: Record<string, string> = {};
+  let kept = 0;
+  for (const [name, v] of Object.entries(raw)) {
+    const lower = name.toLowerCase();
+    if (!(lower.startsWith('ratelimit') || lower.startsWith('x-ratelimit-') || lower === 'date' || lower === extra))
+      continue;
+    const value = Array.isArray(v) ? v.join(', ') : v;
+    if (typeof value !== 'string') continue;
+    out[lower] = value.slice(0, MAX_LIMIT_HEADER_CHARS);
+    if (++kept >= MAX_LIMIT_HEADERS) break;
+  }
+  return out;
 }
 
 export type ProviderOutcome =
   | {
       kind: 'response';
       evidence: Evidence;
+      /** The rate-limit headers ({@link rateLimitHeadersOf}): not part of the evidence, so never in history. */
+      rateLimitHeaders: Record<string, string>;
       /** Parsed JSON when the body was JSON, else the text (bounded by {@link MAX_BODY_BYTES}). */
       body: unknown;
       truncated: boolean;
@@ -197,6 +232,7 @@ export async function callProvider(call: ProviderCall): Promise<ProviderOutcome>
       sent: 'yes',
       receivedAtMs: call.clock(),
     },
+    rateLimitHeaders: rateLimitHeadersOf(res.headers, call.bucketHeader),
     body,
     truncated,
     message,

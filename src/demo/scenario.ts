@@ -117,6 +117,7 @@ export function demoCredential(): CredentialConfig {
     inspectConcurrency: 2,
     authHeader: 'authorization',
     authScheme: 'Bearer',
+    learn: 'down',
   };
 }
 

@@ -25,8 +25,17 @@ import { WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/com
 import type { UpdateDefinition } from '@temporalio/common';
 import type { CredentialHold } from '../failures.js';
 import type { LoadControl } from '../activities/deps.js';
-import { boundedWakePlace, slotIntervalMs } from '../policy/index.js';
-import type { BudgetSplit, WakePlace } from '../policy/index.js';
+import {
+  boundedWakePlace,
+  describeLearnedLimit,
+  effectiveBudget,
+  gateScopeOf,
+  learnedGate,
+  learnedSplit,
+  slotIntervalMs,
+  spentOut,
+} from '../policy/index.js';
+import type { BudgetSplit, LearnedLimit, LearnMode, StatedQuota, WakePlace } from '../policy/index.js';
 import { taskQueues } from '../task-queues.js';
 import {
   acquireSlotsUpdate,
@@ -34,6 +43,7 @@ import {
   credentialStateQuery,
   credentialWorkflow,
   credentialWorkflowId,
+  learnedBudgetUpdate,
   rateLimitedUpdate,
 } from '../workflows/credential.js';
 import type { AcquireAnswer, BlockState, CredentialState, SlotAnswer, SlotKind } from '../workflows/credential.js';
@@ -70,6 +80,11 @@ export interface CredentialGatesOptions {
   prefix?: string;
   /** Each credential's budget (from config). */
   budgets: ReadonlyMap<string, BudgetSplit>;
+  /**
+   * How each credential learns from the provider's rate-limit headers (from config): whether a stated quota may
+   * raise the budget (`learn: 'up'`) or only lower it (the default), and the header naming its bucket, if any.
+   */
+  learning?: ReadonlyMap<string, CredentialLearning> | undefined;
   /** @default Date.now */
   clock?: () => number;
   /** @default {@link DEFAULT_HORIZON_MS} */
@@ -84,6 +99,34 @@ export interface CredentialGatesOptions {
    * whichever comes later. `0` or unset: by the budget only. See {@link WorkerTuning.wakeUpsPerSecond}.
    */
   wakeUpsPerSecond?: number | undefined;
+}
+
+/** How a credential learns from rate-limit headers ({@link CredentialGatesOptions.learning}). */
+export interface CredentialLearning {
+  /** @default 'down' */
+  learn?: LearnMode | undefined;
+  bucketHeader?: string | undefined;
+}
+
+/**
+ * The shortest closure after an answer said no request is left, when its reset says "now" or nothing: as the
+ * backoff floor does for a past `Retry-After`, a reset of now never means "send at once".
+ */
+export const LEARNED_GATE_FLOOR_MS = 1_000;
+
+/** How many send times a channel keeps to set a provider's `remaining` against the calls sent since. */
+const SENDS_KEPT = 256;
+/** How often a call waits for the answers of calls in flight that may have used up what the provider said was left. */
+const SPENT_OUT_POLL_MS = 25;
+
+/** A learned budget is renewed at the entity when it was last sent this long ago (one window, at least). */
+const LEARNED_RENEW_MIN_MS = 60_000;
+
+/** What this process learned about a credential's budget, on its own clock. */
+export interface LearnedBudgetView {
+  budget: BudgetSplit;
+  untilMs: number;
+  reason: string;
 }
 
 /**
@@ -153,6 +196,8 @@ interface View {
   places: Record<SlotKind, Places>;
   /** Dispatch slots leased and not yet handed out (some may have expired since). */
   leased: number;
+  /** The budget learned from the provider's headers, while it holds (local clock). */
+  learned: LearnedBudgetView | undefined;
 }
 
 class CredentialChannel {
@@ -167,8 +212,18 @@ class CredentialChannel {
     entityClosedUntil: { dispatch: 0, inspect: 0 },
     places: { dispatch: { closedUntil: 0, next: 0, local: 0 }, inspect: { closedUntil: 0, next: 0, local: 0 } },
     leased: 0,
+    learned: undefined,
   };
   readonly #wants: Want[] = [];
+  /** When this process let dispatches through, in order (local clock; the last {@link SENDS_KEPT}). */
+  readonly #sends: number[] = [];
+  /**
+   * What the newest answer said is left (`remaining`), for the call sent at `sentAtMs`, and until when that holds
+   * (its reset, local clock). Calls this process sent after that call use it up before their answers come.
+   */
+  #left: { remaining: number; sentAtMs: number; untilMs: number } | undefined;
+  /** The learned budget last sent to the entity (`0`: the configured one), and when (local clock). */
+  #learnedSent: { perMinute: number; atMs: number } = { perMinute: 0, atMs: Number.NEGATIVE_INFINITY };
   /** Leased dispatch slots, in order of time (local clock). */
   #lease: Slot[] = [];
   /** When this process's recent dispatches asked for a slot (local clock), for sizing the next lease. */
@@ -183,7 +238,55 @@ class CredentialChannel {
     readonly credential: string,
     readonly budget: BudgetSplit,
     readonly gates: CredentialGates,
+    readonly learning: CredentialLearning = {},
   ) {}
+
+  /** A dispatch let through now. */
+  noteSend(now: number): void {
+    this.#sends.push(now);
+    if (this.#sends.length > SENDS_KEPT) this.#sends.splice(0, this.#sends.length - SENDS_KEPT);
+  }
+
+  /** An answer to the call sent at `sentAtMs` said `remaining` are left until `untilMs`; the newest call's word wins. */
+  noteRemaining(remaining: number, sentAtMs: number, untilMs: number): void {
+    if (this.#left !== undefined && this.#left.sentAtMs > sentAtMs && this.#left.untilMs > this.gates.clock()) return;
+    this.#left = { remaining, sentAtMs, untilMs };
+  }
+
+  /**
+   * Whether the calls this process sent since the newest answer have used up what that answer said was left (so
+   * the next call would likely meet a 429 before their own answers come). Until that answer's reset at most.
+   */
+  spentOut(now: number): boolean {
+    return spentOut(this.#left, this.#sends, now);
+  }
+
+  /** The budget this process paces its own estimates by: the learned one while it holds, else the configured one. */
+  paced(now = this.gates.clock()): BudgetSplit {
+    const learned = this.view.learned;
+    return learned !== undefined && learned.untilMs > now ? learned.budget : this.budget;
+  }
+
+  /**
+   * A quota the provider stated: the budget to pace at ({@link effectiveBudget}; below the configured one, or above
+   * it only with `learn: 'up'`). Returns the report for the entity when it changed or is due for renewal, else
+   * `undefined`. A quota without a window, or a rate below what the pacer accepts, leaves the pacing as it is.
+   */
+  noteQuota(limit: StatedQuota | undefined, reason: string, now: number): LearnedBudgetReportJob | undefined {
+    if (limit?.windowMs === undefined) return undefined;
+    const effective = effectiveBudget({ quota: this.budget.totalPerMinute, windowMs: 60_000 }, limit, {
+      learn: this.learning.learn,
+    });
+    const split = effective.from === 'learned' ? learnedSplit(this.budget, effective.perMinute) : undefined;
+    const perMinute = split?.totalPerMinute ?? 0;
+    const renewMs = Math.max(LEARNED_RENEW_MIN_MS, limit.windowMs);
+    const forMs = 2 * renewMs;
+    const sent = this.#learnedSent;
+    if (perMinute === sent.perMinute && (perMinute === 0 || now - sent.atMs < renewMs)) return undefined;
+    this.#learnedSent = { perMinute, atMs: now };
+    this.view.learned = split ? { budget: split, untilMs: now + forMs, reason } : undefined;
+    return { budget: split ?? null, forMs, reason, sentAt: now };
+  }
 
   get workflowId(): string {
     return credentialWorkflowId(this.credential, this.gates.prefix);
@@ -287,7 +390,7 @@ class CredentialChannel {
   #leaseSize(batch: Want[]): number {
     if (!batch.some((w) => w.kind === 'dispatch')) return 0;
     const rate = this.#demand.length / DEMAND_SPAN_MS;
-    const busy = rate * slotIntervalMs(this.budget.totalPerMinute);
+    const busy = rate * slotIntervalMs(this.paced().totalPerMinute);
     const expected = busy >= 1 ? BATCH : Math.floor((rate * LEASE_GRACE_MS) / (1 - busy));
     return Math.max(0, Math.min(BATCH - batch.length, expected));
   }
@@ -415,7 +518,8 @@ class CredentialChannel {
 
   /** The credential's budget for calls of `kind`, per minute. */
   perMinute(kind: SlotKind): number {
-    return kind === 'dispatch' ? this.budget.dispatchPerMinute : this.budget.inspectPerMinute;
+    const budget = this.paced();
+    return kind === 'dispatch' ? budget.dispatchPerMinute : budget.inspectPerMinute;
   }
 
   /**
@@ -489,6 +593,14 @@ class CredentialChannel {
   }
 }
 
+/** A learned budget on its way to the entity (`sentAt`: when it was learned, local clock). */
+interface LearnedBudgetReportJob {
+  budget: BudgetSplit | null;
+  forMs: number;
+  reason: string;
+  sentAt: number;
+}
+
 const SHUTTING_DOWN = 'this worker is shutting down';
 
 /** The answer to every slot request once the gates are closed: held, nothing sent. */
@@ -532,7 +644,7 @@ export class CredentialGates implements LoadControl {
     this.entityCallTimeoutMs = options.entityCallTimeoutMs ?? DEFAULT_ENTITY_CALL_TIMEOUT_MS;
     this.wakeUpsPerSecond = options.wakeUpsPerSecond;
     for (const [id, budget] of options.budgets) {
-      this.#channels.set(id, new CredentialChannel(id, budget, this));
+      this.#channels.set(id, new CredentialChannel(id, budget, this, options.learning?.get(id)));
       this.metrics?.budget(id, budget);
     }
   }
@@ -617,6 +729,27 @@ export class CredentialGates implements LoadControl {
           });
           if (this.closed) continue; // asks again, and is answered `held`: the slot is not used
         }
+        // Calls in flight may have used up what the provider said was left: wait for their answers (within the
+        // horizon), which either close the gate or say more is left.
+        if (kind === 'dispatch' && channel.spentOut(this.clock())) {
+          const giveUpAt = this.clock() + this.horizonMs;
+          while (channel.spentOut(this.clock()) && this.clock() < giveUpAt && !this.closed && !signal?.aborted)
+            await this.pause(SPENT_OUT_POLL_MS);
+          if (channel.spentOut(this.clock())) {
+            m?.held(credential, kind, 'paced');
+            return {
+              kind: 'held',
+              hold: {
+                kind: 'paced',
+                credential,
+                holdMs: 1_000,
+                rank: 0,
+                perMinute: channel.perMinute(kind),
+                why: 'the calls in flight may have used what the provider said was left',
+              },
+            };
+          }
+        }
         // Right before sending: did this or another process close the gate meanwhile?
         await channel.refresh();
         const now = this.clock();
@@ -624,6 +757,7 @@ export class CredentialGates implements LoadControl {
         // A leased slot that has passed by more than the grace is not used late: take the next one, or ask again.
         if (slot?.leased && now - slot.atMs > LEASE_GRACE_MS) continue;
         m?.granted(credential, kind);
+        if (kind === 'dispatch') channel.noteSend(now);
         return { kind: 'go', slotAtMs: slot?.entityAtMs, leased: slot?.leased ?? false };
       }
     } finally {
@@ -638,13 +772,74 @@ export class CredentialGates implements LoadControl {
   async rateLimited(credential: string, kind: SlotKind, delayMs: number, reason: string): Promise<void> {
     const channel = this.#channel(credential);
     if (!channel) return;
+    this.metrics?.rateLimited(credential, kind);
+    await this.#close(channel, kind, delayMs, reason);
+  }
+
+  /** The header naming `credential`'s bucket in its config, if any. */
+  bucketHeaderOf(credential: string): string | undefined {
+    return this.#channel(credential)?.learning.bucketHeader;
+  }
+
+  /**
+   * What the rate-limit headers of an answer said. No request left (`remaining` 0, or a stated quota of 0) closes
+   * the gate of `kind` until the reset, before a 429 comes, in this process at once and in every process through
+   * the entity; a stated quota paces the credential at it ({@link CredentialChannel.noteQuota}). Either is sent to
+   * the entity only when it changes what the entity knows, so most answers send nothing.
+   */
+  async learned(
+    credential: string,
+    kind: SlotKind,
+    learned: Extract<LearnedLimit, { kind: 'limit' }>,
+    sentAtMs: number = this.clock(),
+  ): Promise<void> {
+    const channel = this.#channel(credential);
+    if (!channel) return;
+    const now = this.clock();
+    if (kind === 'dispatch' && learned.remaining !== undefined && learned.resetAtMs !== undefined)
+      channel.noteRemaining(learned.remaining, sentAtMs, learned.resetAtMs);
+    const reason = describeLearnedLimit(learned, now);
+    const jobs: Array<Promise<void>> = [];
+    const nothingLeft =
+      learned.remaining === undefined && learned.limit?.quota === 0 ? { ...learned, remaining: 0 } : learned;
+    const gate = learnedGate(nothingLeft, { nowMs: now, floorMs: LEARNED_GATE_FLOOR_MS });
+    if (gate.kind === 'closed' && gate.untilMs > channel.view.closedUntil[kind]) {
+      this.metrics?.learnedClosure(credential, kind, gate.scope.kind);
+      jobs.push(this.#close(channel, kind, gate.untilMs - now, reason));
+    }
+    // A quota stated for a bucket is the bucket's, not the key's: it does not change the credential's budget.
+    const report =
+      gateScopeOf(learned).kind === 'credential' ? channel.noteQuota(learned.limit, reason, now) : undefined;
+    if (report) {
+      this.metrics?.paced(
+        credential,
+        channel.paced(now).totalPerMinute,
+        report.budget === null ? 'configured' : (learned.limit?.field ?? 'configured'),
+      );
+      jobs.push(
+        channel.report(() =>
+          this.#retrying(() =>
+            channel.update(learnedBudgetUpdate, {
+              budget: report.budget,
+              forMs: Math.max(0, report.forMs - (this.clock() - report.sentAt)),
+              reason: report.reason,
+            }),
+          ),
+        ),
+      );
+    }
+    await Promise.all(jobs);
+  }
+
+  /** Closes the gate of `kind` for `delayMs` from now, here at once and at the entity. */
+  async #close(channel: CredentialChannel, kind: SlotKind, delayMs: number, reason: string): Promise<void> {
+    const { credential } = channel;
     const now = this.clock();
     channel.view.closedUntil[kind] = Math.max(channel.view.closedUntil[kind], now + delayMs);
     channel.view.closedLocallyAt[kind] = now;
     channel.view.reason[kind] = reason;
-    // Any rate-limit answer for the key voids this process's lease at once (other processes: at their next check).
+    // Any closure for the key voids this process's lease at once (other processes: at their next check).
     channel.voidLease();
-    this.metrics?.rateLimited(credential, kind);
     this.metrics?.view(credential, channel.view.closedUntil, channel.view.blocked, now);
     await channel.report(async () => {
       // Only the time still left: the report may have queued behind other calls.

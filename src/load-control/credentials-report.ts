@@ -42,6 +42,11 @@ export interface CredentialReport {
   pollers: number;
   /** The split: configured here, else the one its load control runs with. */
   budget: BudgetSplit;
+  /**
+   * The budget learned from the provider's rate-limit headers that slots are paced at instead, while it holds, and
+   * where it came from (`learned from RateLimit-Policy: 60 per 60 s`).
+   */
+  learned: { budget: BudgetSplit; until: string; reason: string } | null;
   /** The dispatch gate (closed after a rate-limit answer, until the permitted time). */
   gate: GateReport;
   /** The inspection gate (inspections run within their reserve while dispatches are gated). */
@@ -118,6 +123,7 @@ export async function credentialsReport(options: ReportOptions): Promise<Credent
         served: serving.served,
         pollers: serving.pollers,
         budget,
+        learned: state?.learned && Date.parse(state.learned.until) > now ? state.learned : null,
         gate: gateOf(state?.gates.dispatch, now),
         inspectGate: gateOf(state?.gates.inspect, now),
         blocked: state?.blocked ? { reason: state.blocked.reason, since: state.blocked.since } : null,
@@ -132,6 +138,7 @@ export async function credentialsReport(options: ReportOptions): Promise<Credent
 }
 
 const time = (iso: string) => `${iso.slice(11, 19)} UTC`;
+const round = (perMinute: number) => String(Math.round(perMinute * 100) / 100);
 
 /** The report as a table for people. */
 export function formatCredentials(rows: readonly CredentialReport[]): string {
@@ -157,6 +164,11 @@ export function formatCredentials(rows: readonly CredentialReport[]): string {
       `${r.credential}`,
       `  workers    ${workers}${r.configured ? '' : ' (not configured in this process)'}`,
       `  budget     ${b.totalPerMinute}/min: dispatch ${b.dispatchPerMinute}/min while inspections run, inspections ${b.inspectPerMinute}/min reserved`,
+      ...(r.learned
+        ? [
+            `  paced at   ${round(r.learned.budget.totalPerMinute)}/min until ${time(r.learned.until)} (${r.learned.reason})`,
+          ]
+        : []),
       `  gate       ${gate}${r.inspectGate.state === 'closed' ? `; inspections rate limited until ${time(r.inspectGate.closedUntil ?? '')}` : ''}`,
       `  blocked    ${blocked}${r.blocked ? ` — run \`retryq credentials resume ${r.credential}\` once the limit is lifted` : ''}`,
       `  intents    ${r.inFlight} in flight, ${r.waiting} waiting`,
@@ -172,7 +184,8 @@ export function formatCredentials(rows: readonly CredentialReport[]): string {
 export function credentialLine(r: CredentialReport): string {
   const gate = r.gate.state === 'closed' ? `gate closed until ${time(r.gate.closedUntil ?? '')}` : 'gate open';
   const blocked = r.blocked ? `BLOCKED (${r.blocked.reason})` : 'not blocked';
-  return `${r.credential}: ${r.budget.totalPerMinute}/min · ${gate} · ${blocked} · ${r.inFlight} in flight, ${r.waiting} waiting`;
+  const budget = r.learned ? `${round(r.learned.budget.totalPerMinute)}/min learned` : `${r.budget.totalPerMinute}/min`;
+  return `${r.credential}: ${budget} · ${gate} · ${blocked} · ${r.inFlight} in flight, ${r.waiting} waiting`;
 }
 
 /**

@@ -12,6 +12,8 @@
  * | `retryq_credential_sends_total` | counter | `credential`, `kind` | calls let through (sent) |
  * | `retryq_credential_held_total` | counter | `credential`, `kind`, `reason` | calls held, not sent (`rate_limited`, `paced`, `blocked`) |
  * | `retryq_credential_rate_limited_total` | counter | `credential`, `kind` | rate-limit answers seen |
+ * | `retryq_credential_learned_closures_total` | counter | `credential`, `kind`, `scope` | gates closed because the headers said none left, before a 429 |
+ * | `retryq_credential_paced_per_minute` | gauge | `credential`, `from` | the total budget slots are paced at: `from` is `configured` or the header it was learned from (`RateLimit-Policy`, …); the other `from` values read 0 |
  *
  * Labels are credential ids from config (never secrets) and fixed words, so cardinality stays bounded.
  *
@@ -78,6 +80,21 @@ export class LoadMetrics {
     registers: [this.registry],
   });
 
+  readonly #learnedClosures = new Counter({
+    name: 'retryq_credential_learned_closures_total',
+    help: "Gates closed because the provider's rate-limit headers said no request is left (before a 429)",
+    labelNames: ['credential', 'kind', 'scope'] as const,
+    registers: [this.registry],
+  });
+  readonly #paced = new Gauge({
+    name: 'retryq_credential_paced_per_minute',
+    help: "The total budget slots are paced at, and where it came from (configured, or the provider's header)",
+    labelNames: ['credential', 'from'] as const,
+    registers: [this.registry],
+  });
+  /** The `from` label last set per credential, so a change zeroes the old series. */
+  readonly #pacedFrom = new Map<string, string>();
+
   constructor(options: { processMetrics?: boolean } = {}) {
     if (options.processMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'retryq_worker_' });
   }
@@ -87,6 +104,7 @@ export class LoadMetrics {
     this.#budget.set({ credential, share: 'dispatch' }, b.dispatchPerMinute);
     this.#budget.set({ credential, share: 'inspect' }, b.inspectPerMinute);
     this.#blocked.set({ credential }, 0);
+    this.paced(credential, b.totalPerMinute, 'configured');
     for (const kind of ['dispatch', 'inspect'] as const) {
       this.#closed.set({ credential, kind }, 0);
       this.#openAt.set({ credential, kind }, 0);
@@ -121,6 +139,16 @@ export class LoadMetrics {
   }
   rateLimited(credential: string, kind: SlotKind): void {
     this.#rateLimited.inc({ credential, kind });
+  }
+  learnedClosure(credential: string, kind: SlotKind, scope: 'credential' | 'bucket'): void {
+    this.#learnedClosures.inc({ credential, kind, scope });
+  }
+  /** The total budget now paced at, `from` `configured` or the header field it was learned from. */
+  paced(credential: string, totalPerMinute: number, from: string): void {
+    const before = this.#pacedFrom.get(credential);
+    if (before !== undefined && before !== from) this.#paced.set({ credential, from: before }, 0);
+    this.#pacedFrom.set(credential, from);
+    this.#paced.set({ credential, from }, totalPerMinute);
   }
 
   /** The Prometheus text exposition. */

@@ -82,6 +82,7 @@ export type {
   LearnMode,
   LearnedGate,
   LearnedGateOptions,
+  LeftReading,
   WindowBudget,
 } from './learned-limits.js';
-export { effectiveBudget, learnedGate } from './learned-limits.js';
+export { effectiveBudget, learnedGate, learnedSplit, minLearnedPerMinute, spentOut } from './learned-limits.js';

@@ -146,3 +146,67 @@ export function learnedGate(learned: LearnedLimit, opts: LearnedGateOptions): Le
   );
   return { kind: 'closed', untilMs, scope: gateScopeOf(learned), why: 'remaining_zero' };
 }
+
+/**
+ * The smallest learned rate the pacer paces at, per minute (as `splitBudget` accepts no less). A learned quota
+ * below it (a daily quota, or 0) does not change the pacing: the provider's `remaining` and reset close the gate
+ * when nothing is left ({@link learnedGate}), and a stated quota of 0 closes it until the reset.
+ */
+export const minLearnedPerMinute = 2;
+
+/** A budget split as src/policy/load.ts paces it (the shape of `BudgetSplit`). */
+interface Split {
+  totalPerMinute: number;
+  inspectPerMinute: number;
+  dispatchPerMinute: number;
+}
+
+/**
+ * The budget split to pace at for a learned rate of `perMinute` ({@link EffectiveBudget.perMinute}): the
+ * configured split scaled to it, so inspections keep the same share. `undefined` below
+ * {@link minLearnedPerMinute} (or not finite): the pacing is left as it is.
+ *
+ * @example
+ * learnedSplit({ totalPerMinute: 600, inspectPerMinute: 120, dispatchPerMinute: 480 }, 60);
+ * // { totalPerMinute: 60, inspectPerMinute: 12, dispatchPerMinute: 48 }
+ */
+export function learnedSplit(configured: Split, perMinute: number): Split | undefined {
+  if (!Number.isFinite(perMinute) || perMinute < minLearnedPerMinute) return undefined;
+  const share = configured.inspectPerMinute / configured.totalPerMinute;
+  const inspect = perMinute * (Number.isFinite(share) && share > 0 && share < 1 ? share : 0.2);
+  return { totalPerMinute: perMinute, inspectPerMinute: inspect, dispatchPerMinute: perMinute - inspect };
+}
+
+/** What an answer said is left: `remaining` after the call sent at `sentAtMs`, until `untilMs` (its reset). */
+export interface LeftReading {
+  remaining: number;
+  sentAtMs: number;
+  untilMs: number;
+}
+
+/**
+ * Whether the calls sent after the one an answer was about have used up what that answer said was left, so the next
+ * call would likely meet a 429 before their own answers come. `sendTimes` are the times calls were sent, ascending
+ * (the same clock as `sentAtMs`); a call sent at `sentAtMs` exactly is the answered one, not counted.
+ *
+ * After the reset (`nowMs ≥ untilMs`) nothing is known of what is left: for `probeMs`, one call goes first and the
+ * others wait for its answer, at most `probeMs` after it was sent (its answer may carry no headers); then the
+ * reading says nothing (`false`).
+ *
+ * @example
+ * spentOut({ remaining: 1, sentAtMs: 100, untilMs: 5_000 }, [100, 150], 200); // true: the call at 150 used the one left
+ */
+export function spentOut(
+  left: LeftReading | undefined,
+  sendTimes: readonly number[],
+  nowMs: number,
+  probeMs = 1_000,
+): boolean {
+  if (left === undefined) return false;
+  const last = sendTimes[sendTimes.length - 1];
+  if (nowMs >= left.untilMs + probeMs) return false;
+  if (!(nowMs < left.untilMs)) return last !== undefined && last >= Math.max(left.untilMs, nowMs - probeMs);
+  let since = 0;
+  for (let i = sendTimes.length - 1; i >= 0 && sendTimes[i]! > left.sentAtMs; i--) since++;
+  return since >= left.remaining;
+}

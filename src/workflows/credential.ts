@@ -66,12 +66,25 @@ export interface CredentialCounters {
   gateClosures: number;
 }
 
+/**
+ * A budget learned from the provider's headers: slots are paced at it instead of the configured budget until
+ * `untilMs` (entity clock); each answer that states the quota again renews it.
+ */
+export interface LearnedBudgetState {
+  budget: BudgetSplit;
+  untilMs: number;
+  /** Where it came from: `learned from RateLimit-Policy: 60 per 60 s`. */
+  reason: string;
+}
+
 /** What continues across continue-as-new. */
 export interface CredentialCarried {
   pacer: PacerState;
   gates: Record<SlotKind, GateState>;
   blocked: BlockState | undefined;
   counters: CredentialCounters;
+  /** Absent in runs before learned limits, and while nothing is learned. */
+  learned?: LearnedBudgetState | undefined;
 }
 
 export interface CredentialWorkflowInput {
@@ -123,6 +136,16 @@ export interface RateLimitedReport {
   reason: string;
 }
 
+/**
+ * A quota the provider stated in its headers: pace at `budget` for `forMs` from now (entity clock), or, with
+ * `budget: null`, at the configured budget again.
+ */
+export interface LearnedBudgetReport {
+  budget: BudgetSplit | null;
+  forMs: number;
+  reason: string;
+}
+
 /** A quota or spending-limit answer: block the credential until resumed. */
 export interface BlockReport {
   reason: string;
@@ -136,6 +159,8 @@ export interface CredentialState {
   gates: Record<SlotKind, { closedUntil: string | undefined; reason: string | undefined; held: number }>;
   blocked: BlockState | undefined;
   counters: CredentialCounters;
+  /** The budget learned from the provider's headers that slots are paced at now, if any (else `budget`). */
+  learned?: { budget: BudgetSplit; until: string; reason: string } | undefined;
   /** The entity's clock when it last ran (queries do not move it). */
   asOf: string;
 }
@@ -159,6 +184,7 @@ export const acquireSlotsUpdate = defineUpdate<AcquireAnswer, [AcquireRequest]>(
 /** Reports are updates, not signals: once one returns, every later slot request sees it. */
 export const rateLimitedUpdate = defineUpdate<void, [RateLimitedReport]>('rateLimited');
 export const blockUpdate = defineUpdate<void, [BlockReport]>('block');
+export const learnedBudgetUpdate = defineUpdate<void, [LearnedBudgetReport]>('learnedBudget');
 export const resumeUpdate = defineUpdate<{ wasBlocked: BlockState | undefined }, [{ by?: string }]>('resume');
 export const credentialStateQuery = defineQuery<CredentialState>('credentialState');
 
@@ -186,6 +212,10 @@ export async function credentialWorkflow(input: CredentialWorkflowInput): Promis
     inspect: { closedUntilMs: 0, held: 0 },
   };
   let blocked = input.carried?.blocked;
+  let learned = input.carried?.learned;
+  /** The budget slots are paced at: the learned one while it holds, else the configured one. */
+  const paced = (now: number): BudgetSplit =>
+    learned !== undefined && learned.untilMs > now ? learned.budget : budget;
   const counters = input.carried?.counters ?? freshCounters();
   let updates = 0;
   let memo = workflowInfo().memo?.[GATE_MEMO] as GateMemo | undefined;
@@ -195,7 +225,7 @@ export async function credentialWorkflow(input: CredentialWorkflowInput): Promis
     const next: GateMemo = {
       closedUntilMs: gates.dispatch.closedUntilMs,
       ...(gates.dispatch.reason !== undefined ? { reason: gates.dispatch.reason } : {}),
-      dispatchPerMinute: budget.dispatchPerMinute,
+      dispatchPerMinute: paced(Date.now()).dispatchPerMinute,
       blocked: blocked !== undefined,
     };
     if (
@@ -215,10 +245,12 @@ export async function credentialWorkflow(input: CredentialWorkflowInput): Promis
     acquireSlotsUpdate,
     (req) => {
       updates++;
-      const rateChanged = req.budget.dispatchPerMinute !== budget.dispatchPerMinute;
-      budget = req.budget;
-      if (rateChanged && memo) publishGate();
       const now = Date.now();
+      const before = paced(now).dispatchPerMinute;
+      budget = req.budget;
+      if (learned !== undefined && learned.untilMs <= now) learned = undefined;
+      const current = paced(now);
+      if (current.dispatchPerMinute !== before && memo) publishGate();
       const answers: SlotAnswer[] = req.wants.map((kind): SlotAnswer => {
         // A block holds dispatches; inspections still run (they resolve what was sent, and spend nothing).
         if (blocked && kind === 'dispatch') {
@@ -236,7 +268,7 @@ export async function credentialWorkflow(input: CredentialWorkflowInput): Promis
             why: gate.reason,
           };
         }
-        const { grant, state } = grantSlot(pacer, kind, now, budget, req.horizonMs);
+        const { grant, state } = grantSlot(pacer, kind, now, current, req.horizonMs);
         if (grant.kind === 'later') {
           counters.held[kind]++;
           return { kind: 'held', reason: 'paced', holdMs: grant.atMs - now, rank: 0 };
@@ -252,7 +284,7 @@ export async function credentialWorkflow(input: CredentialWorkflowInput): Promis
       const wanted = Math.min(req.lease ?? 0, MAX_LEASE);
       if (wanted > 0 && !blocked && gates.dispatch.closedUntilMs <= now) {
         while (leased.length < wanted) {
-          const { grant, state } = grantSlot(pacer, 'dispatch', now, budget, window);
+          const { grant, state } = grantSlot(pacer, 'dispatch', now, current, window);
           if (grant.kind === 'later') break;
           pacer = state;
           leased.push(Math.max(0, Math.ceil(grant.atMs - now)));
@@ -297,6 +329,29 @@ export async function credentialWorkflow(input: CredentialWorkflowInput): Promis
     }
   });
 
+  setHandler(
+    learnedBudgetUpdate,
+    ({ budget: stated, forMs, reason }) => {
+      updates++;
+      const now = Date.now();
+      learned =
+        stated === null
+          ? undefined
+          : { budget: stated, untilMs: now + Math.min(forMs, 366 * 86_400_000), reason: reason.slice(0, 200) };
+      publishGate();
+    },
+    {
+      validator: ({ budget: stated, forMs }: LearnedBudgetReport) => {
+        if (
+          stated !== null &&
+          !(stated.dispatchPerMinute > 0 && stated.inspectPerMinute > 0 && stated.totalPerMinute > 0)
+        )
+          throw new Error('a learned budget must have positive rates');
+        if (!(forMs >= 0)) throw new Error('forMs must be 0 or more');
+      },
+    },
+  );
+
   setHandler(blockUpdate, ({ reason, code }) => {
     updates++;
     blocked ??= { reason: reason.slice(0, 300), since: new Date().toISOString(), ...(code ? { code } : {}) };
@@ -323,6 +378,11 @@ export async function credentialWorkflow(input: CredentialWorkflowInput): Promis
       gates: { dispatch: view(gates.dispatch), inspect: view(gates.inspect) },
       blocked,
       counters,
+      ...(learned !== undefined && learned.untilMs > Date.now()
+        ? {
+            learned: { budget: learned.budget, until: new Date(learned.untilMs).toISOString(), reason: learned.reason },
+          }
+        : {}),
       asOf: new Date().toISOString(),
     };
   });
@@ -333,6 +393,6 @@ export async function credentialWorkflow(input: CredentialWorkflowInput): Promis
   await makeContinueAsNewFunc<typeof credentialWorkflow>(memo ? { memo: { [GATE_MEMO]: memo } } : {})({
     credential: input.credential,
     budget,
-    carried: { pacer, gates, blocked, counters },
+    carried: { pacer, gates, blocked, counters, ...(learned !== undefined ? { learned } : {}) },
   });
 }

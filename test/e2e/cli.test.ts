@@ -62,6 +62,7 @@ beforeAll(async () => {
         inspectConcurrency: 2,
         authHeader: 'authorization',
         authScheme: 'Bearer',
+        learn: 'down',
       })),
     },
     connection: env.nativeConnection,

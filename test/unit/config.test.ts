@@ -61,8 +61,21 @@ describe('loadConfig with credentials', () => {
         inspectConcurrency: 2,
         authHeader: 'authorization',
         authScheme: 'Bearer',
+        learn: 'down',
       },
     ]);
+  });
+
+  it('reads how a credential learns from rate-limit headers, and names a bad learn or bucketHeader', () => {
+    const c = loadConfig(creds([{ id: 'a', secretEnv: 'A_KEY', learn: 'up', bucketHeader: 'x-shopify-bucket' }]));
+    expect(c.credentials[0]).toMatchObject({ learn: 'up', bucketHeader: 'x-shopify-bucket' });
+    const problems = problemsOf(
+      creds([{ id: 'a', secretEnv: 'A_KEY', learn: 'sideways', bucketHeader: 'not a header' }]),
+    );
+    const byVar = Object.fromEntries(problems.map((p) => [p.path, p]));
+    expect(byVar['RETRYQ_CREDENTIALS[0].learn']?.message).toContain("must be 'down'");
+    expect(byVar['RETRYQ_CREDENTIALS[0].bucketHeader']?.message).toContain('must be an HTTP header name');
+    expect(Object.keys(byVar)).toHaveLength(2);
   });
 
   it('lists every problem at once, each with the variable path, the value seen and the rule', () => {

@@ -4,7 +4,16 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { effectiveBudget, learnedGate, parseRateLimitHeaders } from '../../../src/policy/index.js';
+import {
+  budgetProblem,
+  effectiveBudget,
+  learnedGate,
+  learnedSplit,
+  minLearnedPerMinute,
+  parseRateLimitHeaders,
+  spentOut,
+  splitBudget,
+} from '../../../src/policy/index.js';
 import type { LearnedLimit } from '../../../src/policy/index.js';
 
 const minute = 60_000;
@@ -194,5 +203,86 @@ describe('learnedGate', () => {
     [{ nowMs, floorMs: Number.POSITIVE_INFINITY }],
   ])('throws RangeError for %j', (opts) => {
     expect(() => learnedGate({ kind: 'none', ignored: [] }, opts)).toThrow(RangeError);
+  });
+});
+
+describe('learnedSplit', () => {
+  it('scales the configured split to the learned rate, keeping the inspection share', () => {
+    expect(learnedSplit(splitBudget(600, 0.2), 60)).toEqual({
+      totalPerMinute: 60,
+      inspectPerMinute: 12,
+      dispatchPerMinute: 48,
+    });
+  });
+
+  it('keeps an absolute inspection reserve as the same share of the learned rate', () => {
+    // 30 of 600 reserved: 5 %; at a learned 40 per minute, 2 per minute.
+    expect(learnedSplit(splitBudget(600, 30), 40)).toEqual({
+      totalPerMinute: 40,
+      inspectPerMinute: 2,
+      dispatchPerMinute: 38,
+    });
+  });
+
+  it.each([0, 1, 1.99, Number.NaN, Number.POSITIVE_INFINITY])(
+    'leaves the pacing as it is for a learned rate of %s per minute (below what the pacer accepts, or not finite)',
+    (perMinute) => {
+      expect(learnedSplit(splitBudget(600, 0.2), perMinute)).toBeUndefined();
+    },
+  );
+
+  it('paces a learned rate at the smallest the pacer accepts', () => {
+    const split = learnedSplit(splitBudget(600, 0.2), minLearnedPerMinute);
+    expect(split?.totalPerMinute).toBe(minLearnedPerMinute);
+    expect(split!.dispatchPerMinute).toBeGreaterThan(0);
+    expect(split!.inspectPerMinute).toBeGreaterThan(0);
+  });
+
+  it('property: every split it returns has positive shares that add up to the learned rate (1,000 runs)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 2, max: 100_000 }),
+        fc.oneof(fc.double({ min: 0.01, max: 0.99, noNaN: true }), fc.constant(1)),
+        fc.double({ min: 0, max: 1e6, noNaN: true }),
+        (total, reserve, perMinute) => {
+          fc.pre(budgetProblem(total, reserve) === undefined);
+          const split = learnedSplit(splitBudget(total, reserve), perMinute);
+          if (perMinute < minLearnedPerMinute) return split === undefined;
+          return (
+            split !== undefined &&
+            split.dispatchPerMinute > 0 &&
+            split.inspectPerMinute > 0 &&
+            Math.abs(split.dispatchPerMinute + split.inspectPerMinute - perMinute) < 1e-9 * perMinute
+          );
+        },
+      ),
+      { numRuns: 1_000 },
+    );
+  });
+});
+
+describe('spentOut', () => {
+  const left = { remaining: 2, sentAtMs: 1_000, untilMs: 10_000 };
+
+  it('is false while fewer calls were sent after the answered one than it said were left', () => {
+    expect(spentOut(left, [900, 1_000, 1_100], 1_200)).toBe(false);
+  });
+
+  it('is true once the calls sent since have used up what was left (the answered call itself not counted)', () => {
+    expect(spentOut(left, [1_000, 1_100, 1_150], 1_200)).toBe(true);
+    expect(spentOut({ ...left, remaining: 0 }, [1_000], 1_200)).toBe(true);
+  });
+
+  it('says nothing without a reading', () => {
+    expect(spentOut(undefined, [1_100, 1_150], 1_200)).toBe(false);
+  });
+
+  it('after the reset lets one call go and holds the others for its answer, at most probeMs', () => {
+    expect(spentOut(left, [1_100, 1_150, 1_160], 10_000)).toBe(false);
+    expect(spentOut(left, [1_100, 10_000], 10_050)).toBe(true);
+    expect(spentOut(left, [1_100, 10_000], 11_001)).toBe(false);
+    expect(spentOut(left, [1_100, 10_000], 10_500, 400)).toBe(false);
+    // A reading is forgotten probeMs after its reset: a provider that stops sending headers is not held back.
+    expect(spentOut(left, [1_100, 10_990, 10_999], 11_000)).toBe(false);
   });
 });
