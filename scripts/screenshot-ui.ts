@@ -15,7 +15,7 @@ import { RetryqClient } from '../src/client.js';
 import { loadConfig } from '../src/config.js';
 import { DEMO_CREDENTIAL } from '../src/demo/scenario.js';
 import { connectClient } from '../src/temporal/connect.js';
-import { allText, demoSummary, startDevUi } from './support/dev-ui.js';
+import { allText, demoSummary, startDevUi, submitFarIntent } from './support/dev-ui.js';
 
 const root = new URL('../', import.meta.url).pathname;
 const { values } = parseArgs({ options: { out: { type: 'string' }, 'demo-args': { type: 'string' } } });
@@ -45,19 +45,12 @@ try {
   await terminal.screenshot({ path: path.join(out, 'terminal-summary.png'), fullPage: true });
   await terminal.close();
 
-  // A live intent the provider asks to wait an hour for (the demo scenario's '*-far-*' rule).
   const simUrl = ui.simUrl();
   const key = `ui-far-${randomUUID().slice(0, 8)}`;
   const { client, close } = await connectClient(loadConfig(ui.env).temporal);
   try {
     const rq = new RetryqClient({ client });
-    await rq.submit({
-      idempotencyKey: key,
-      credential: DEMO_CREDENTIAL,
-      action: { method: 'POST', url: `${simUrl}/v1/charges`, body: { amount: 990, currency: 'eur' } },
-      inspection: { url: `${simUrl}/v1/operations/{idempotencyKey}` },
-      deadline: '3h',
-    });
+    await submitFarIntent(rq, simUrl, key);
     await until(`intent ${key} waiting`, async () => (await rq.status(key)).phase === 'waiting');
   } finally {
     await close();

@@ -10,6 +10,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import type { Browser, Page } from 'playwright-core';
+import type { RetryqClient } from '../../src/client.js';
+import { DEMO_CREDENTIAL } from '../../src/demo/scenario.js';
 import { freePort } from '../../src/temporal/server-process.js';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -126,4 +128,18 @@ export async function allText(page: Page): Promise<string> {
 /** The demo's closing summary as `retryq dev` printed it (from "Demo finished" up to the "Open http" line). */
 export function demoSummary(output: string): string {
   return output.slice(output.indexOf('Demo finished'), output.indexOf('Open http'));
+}
+
+/**
+ * Submits an intent the demo's provider asks to wait an hour for (its '*-far-*' rule: a 503 with Retry-After 3600;
+ * a 429 would close the whole demo credential's gate for the hour), so the UI has a waiting intent to show.
+ */
+export async function submitFarIntent(rq: RetryqClient, simUrl: string, key: string): Promise<void> {
+  await rq.submit({
+    idempotencyKey: key,
+    credential: DEMO_CREDENTIAL,
+    action: { method: 'POST', url: `${simUrl}/v1/charges`, body: { amount: 990, currency: 'eur' } },
+    inspection: { url: `${simUrl}/v1/operations/{idempotencyKey}` },
+    deadline: '3h',
+  });
 }

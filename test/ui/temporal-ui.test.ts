@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { allText, startDevUi } from '../../scripts/support/dev-ui.js';
+import { allText, startDevUi, submitFarIntent } from '../../scripts/support/dev-ui.js';
 import type { DevUi } from '../../scripts/support/dev-ui.js';
 import { RetryqClient } from '../../src/client.js';
 import { loadConfig } from '../../src/config.js';
@@ -71,20 +71,13 @@ describe('the demo of the main job', () => {
 
 describe('the Temporal UI served by retryq dev', () => {
   it('finds a waiting intent by its search attributes and shows why and until when it waits', async () => {
-    // A live intent the provider asks to wait an hour for (the demo scenario's '*-far-*' rule: a 503 with
-    // Retry-After 3600; a 429 would close the whole demo credential's gate for the hour).
+    // A live intent the provider asks to wait an hour for (submitFarIntent).
     const simUrl = /Simulated provider: (http:\/\/[0-9.:]+)/.exec(output)?.[1];
     expect(simUrl).toBeDefined();
     const key = `ui-far-${randomUUID().slice(0, 8)}`;
     const { client, close } = await connectClient(loadConfig(env).temporal);
     const rq = new RetryqClient({ client });
-    await rq.submit({
-      idempotencyKey: key,
-      credential: DEMO_CREDENTIAL,
-      action: { method: 'POST', url: `${simUrl}/v1/charges`, body: { amount: 990, currency: 'eur' } },
-      inspection: { url: `${simUrl}/v1/operations/{idempotencyKey}` },
-      deadline: '3h',
-    });
+    await submitFarIntent(rq, simUrl!, key);
     try {
       await expect.poll(async () => (await rq.status(key)).phase, { timeout: 20_000, interval: 200 }).toBe('waiting');
     } finally {

@@ -21,7 +21,7 @@ function filesUnder(dir: string): string[] {
 const pages = ['README.md', ...filesUnder('docs').filter((f) => f.endsWith('.md'))];
 const checked = [...pages, 'CHANGELOG.md', ...['src', 'bench', 'scripts', 'test', 'examples'].flatMap(filesUnder)];
 
-/** "session 16", "sessions ≤ 15", "#session-10-…", "an earlier session": how a log of working sessions speaks. */
+/** How a log of working rounds speaks: the word with a number, a bound or an anchor after it, or "earlier"/"that" before it. */
 const sessionWords = [
   /\bsessions?\s*(?:[≤<>=]\s*)?\d+/i,
   /\bsession-\d+/i,
